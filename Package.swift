@@ -1,0 +1,35 @@
+// swift-tools-version:6.0
+// opq: Apple's Operation/OperationQueue model across processes and machines, over ZeroMQ.
+// Layers import one way, top to bottom (see ../shared/DESIGN.md):
+//   CZeroMQ → ZeroMQ;  OPQCore (pure, no I/O);  executables on top.
+import PackageDescription
+
+let package = Package(
+    name: "opq",
+    platforms: [.macOS(.v13)],
+    products: [
+        .library(name: "ZeroMQ", targets: ["ZeroMQ"]),
+        .library(name: "OPQCore", targets: ["OPQCore"]),
+        .executable(name: "opq-bench", targets: ["opq-bench"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-collections", from: "1.1.0"),
+    ],
+    targets: [
+        .systemLibrary(
+            name: "CZeroMQ",
+            pkgConfig: "libzmq",
+            providers: [.apt(["libzmq3-dev"])]
+        ),
+        .target(name: "ZeroMQ", dependencies: ["CZeroMQ"]),
+        .target(
+            name: "OPQCore",
+            dependencies: [
+                .product(name: "HeapModule", package: "swift-collections"),
+            ]
+        ),
+        .executableTarget(name: "opq-bench", dependencies: ["OPQCore"]),
+        .testTarget(name: "ZeroMQTests", dependencies: ["ZeroMQ"]),
+        .testTarget(name: "OPQCoreTests", dependencies: ["OPQCore"]),
+    ]
+)

@@ -1,0 +1,4 @@
+#ifndef OPQ_CZEROMQ_SHIM_H
+#define OPQ_CZEROMQ_SHIM_H
+#include <zmq.h>
+#endif
