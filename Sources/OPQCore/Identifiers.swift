@@ -1,0 +1,52 @@
+/// The coordinator-assigned identity of an operation: stable, never reused, increasing in submission order.
+///
+/// Ids start at 1. Within one submission they are contiguous and follow the batch's order.
+public struct OperationID: Hashable, Comparable, Sendable, CustomStringConvertible {
+    /// The numeric id as it appears on the wire and in the CLI.
+    public let rawValue: UInt64
+
+    /// Wraps a numeric id.
+    public init(_ rawValue: UInt64) { self.rawValue = rawValue }
+
+    public static func < (lhs: OperationID, rhs: OperationID) -> Bool { lhs.rawValue < rhs.rawValue }
+
+    public var description: String { "op-\(rawValue)" }
+
+    /// Position of the operation in the core's dense storage.
+    var index: Int { Int(truncatingIfNeeded: rawValue &- 1) }
+
+    init(index: Int) { self.rawValue = UInt64(index) + 1 }
+}
+
+/// The identity of a job: one accepted submission batch.
+public struct JobID: Hashable, Comparable, Sendable, CustomStringConvertible {
+    /// The numeric id as it appears on the wire and in the CLI.
+    public let rawValue: UInt64
+
+    /// Wraps a numeric id.
+    public init(_ rawValue: UInt64) { self.rawValue = rawValue }
+
+    public static func < (lhs: JobID, rhs: JobID) -> Bool { lhs.rawValue < rhs.rawValue }
+
+    public var description: String { "job-\(rawValue)" }
+
+    var index: Int { Int(truncatingIfNeeded: rawValue &- 1) }
+
+    init(index: Int) { self.rawValue = UInt64(index) + 1 }
+}
+
+/// The identity of a worker: its stable ZeroMQ routing id, chosen by the worker.
+public struct WorkerID: Hashable, Sendable, CustomStringConvertible, ExpressibleByStringLiteral {
+    /// The routing id as text.
+    public let name: String
+
+    /// Wraps a worker name.
+    public init(_ name: String) { self.name = name }
+
+    public init(stringLiteral value: String) { self.name = value }
+
+    public var description: String { name }
+}
+
+/// A point in time, in seconds, on the clock the shell injects (the core never reads a clock).
+public typealias Timestamp = Double

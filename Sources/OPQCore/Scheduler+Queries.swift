@@ -1,0 +1,125 @@
+/// Read-only views: operations, queues, jobs, workers, counts and progress (SEMANTICS §8).
+extension Scheduler {
+    /// Everything known about one operation.
+    public struct OperationSnapshot: Hashable, Sendable {
+        public var id: OperationID
+        public var name: String
+        public var job: JobID
+        public var queue: String
+        public var work: Work
+        public var state: OperationState
+        public var outcome: Outcome?
+        /// Why it finished, or why its last attempt ended.
+        public var reason: FinishReason?
+        public var isCancelled: Bool
+        public var isBarrier: Bool
+        public var priority: QueuePriority
+        public var qualityOfService: QualityOfService
+        public var requires: Requirement
+        /// Current attempt (0 = never dispatched).
+        public var attempt: Int
+        /// Worker holding the current attempt.
+        public var worker: WorkerID?
+        /// Dependencies, explicit ones only, in the order they were added.
+        public var dependencies: [OperationID]
+        /// Placement labels.
+        public var labels: [String: String]
+        /// Attempt time limit in seconds.
+        public var timeout: Double?
+        /// Retries still allowed.
+        public var retriesLeft: Int
+    }
+
+    /// The operation `id`, or nil if unknown.
+    public func operation(_ id: OperationID) -> OperationSnapshot? {
+        guard let index = index(of: id) else { return nil }
+        let record = operations[index]
+        return OperationSnapshot(
+            id: id, name: record.name, job: JobID(index: Int(record.job)), queue: queues[Int(record.queue)].name,
+            work: record.work, state: record.state, outcome: record.outcome, reason: record.reason,
+            isCancelled: record.isCancelled, isBarrier: record.isBarrier, priority: record.priority,
+            qualityOfService: record.qualityOfService, requires: record.requires, attempt: Int(record.attempt),
+            worker: record.worker >= 0 ? workers[Int(record.worker)].id : nil,
+            dependencies: record.dependencies.filter { !$0.isImplicit }.map { self.id($0.index) },
+            labels: placements[Int(record.placement)], timeout: record.timeout > 0 ? record.timeout : nil,
+            retriesLeft: Int(record.retriesLeft))
+    }
+
+    /// A queue's settings and counts.
+    public struct QueueSnapshot: Hashable, Sendable {
+        public var name: String
+        public var maxConcurrent: Int
+        public var isSuspended: Bool
+        /// Foundation's `operationCount`: unfinished operations, barriers excluded.
+        public var operationCount: Int { counts.unfinished }
+        /// Counts by state and outcome, barriers excluded.
+        public var counts: OperationCounts
+        /// Unfinished barriers.
+        public var barriers: Int
+    }
+
+    /// Names of all queues, in creation order.
+    public var queueNames: [String] { queues.map(\.name) }
+
+    /// The queue `name`, or nil if it was never used.
+    public func queue(_ name: String) -> QueueSnapshot? {
+        guard let index = queueIndex[name] else { return nil }
+        let queue = queues[index]
+        return QueueSnapshot(name: name, maxConcurrent: queue.maxConcurrent, isSuspended: queue.isSuspended,
+                             counts: queue.counts, barriers: queue.unfinishedBarriers.count)
+    }
+
+    /// Foundation's `operations`: the queue's unfinished operations in submission order, barriers excluded.
+    /// - Complexity: O(unfinished operations of the queue, plus finished ones not yet compacted away).
+    public func operations(inQueue name: String) -> [OperationID] {
+        guard let index = queueIndex[name] else { return [] }
+        return queues[index].members.filter { operations[$0].state != .finished && !operations[$0].isBarrier }.map(id)
+    }
+
+    /// True when the queue has nothing unfinished, barriers included: "wait until all operations are finished".
+    public func isIdle(queue name: String) -> Bool {
+        queueIndex[name].map { queues[$0].unfinished == 0 } ?? true
+    }
+
+    /// A job's operations and progress.
+    public struct JobSnapshot: Hashable, Sendable {
+        public var id: JobID
+        /// Its operations in batch order, barriers included.
+        public var operations: [OperationID]
+        /// Counts by state and outcome, barriers excluded.
+        public var counts: OperationCounts
+        /// Every operation (barriers included) has finished.
+        public var isFinished: Bool
+    }
+
+    /// Number of jobs ever accepted.
+    public var jobCount: Int { jobs.count }
+
+    /// The job `id`, or nil if unknown.
+    public func job(_ id: JobID) -> JobSnapshot? {
+        guard id.rawValue >= 1, id.index < jobs.count else { return nil }
+        let job = jobs[id.index]
+        return JobSnapshot(id: id, operations: (job.first..<job.first + job.count).map(self.id),
+                           counts: job.counts, isFinished: job.unfinished == 0)
+    }
+
+    /// A live worker's registration and load.
+    public struct WorkerSnapshot: Hashable, Sendable {
+        public var id: WorkerID
+        public var slots: Int
+        /// Operations it holds (dispatched or executing), by id.
+        public var operations: [OperationID]
+        public var queues: Set<String>?
+        public var labels: [String: String]
+        public var lastSeen: Timestamp
+    }
+
+    /// Live workers in join order.
+    public var workerSnapshots: [WorkerSnapshot] {
+        liveWorkers.map { index in
+            let worker = workers[index]
+            return WorkerSnapshot(id: worker.id, slots: worker.slots, operations: worker.held.sorted().map(id),
+                                  queues: worker.queueFilter, labels: worker.labels, lastSeen: worker.lastSeen)
+        }
+    }
+}

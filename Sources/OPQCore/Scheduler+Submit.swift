@@ -1,0 +1,242 @@
+/// Submissions: validation first, then an atomic apply (SEMANTICS §3, §4.4, §6, §9).
+extension Scheduler {
+    /// A validated submission: every reference resolved to a global operation index.
+    struct SubmissionPlan {
+        /// Index the batch's first operation will get.
+        let base: Int
+        /// Explicit dependencies per batch operation, deduplicated, as global indexes.
+        var explicit: [[Int]]
+        /// Barrier dependencies per batch operation, as global indexes.
+        var implicit: [[Int]]
+    }
+
+    /// Accepts a submission whole, or refuses it whole.
+    ///
+    /// On success the operations get contiguous ids in batch order, the submission is journaled, every
+    /// operation's initial state is notified, and ready operations are dispatched — all after the whole
+    /// batch is in place, so the batch is ordered by priority before any of it runs.
+    ///
+    /// - Complexity: O(n + e) for n operations and e dependencies, plus, per barrier, the number of
+    ///   unfinished operations in its queue. Cycle detection searches only the new part of the graph.
+    public mutating func submit(_ submission: Submission, at time: Timestamp) throws(SubmissionError) -> SubmissionReceipt {
+        now = time
+        let plan = try validate(submission)
+        return apply(submission, plan)
+    }
+
+    /// Checks a submission without changing anything.
+    func validate(_ submission: Submission) throws(SubmissionError) -> SubmissionPlan {
+        let specs = submission.operations
+        guard !specs.isEmpty else { throw .empty }
+        for (queue, settings) in submission.queueSettings {
+            if let max = settings.maxConcurrent, max < -1 { throw .invalidMaxConcurrent(queue: queue, value: max) }
+        }
+
+        var byName: [String: Int] = [:]
+        for (k, spec) in specs.enumerated() {
+            try Scheduler.validateFields(spec, index: k)
+            guard !spec.name.isEmpty else { continue }
+            if let first = byName[spec.name] { throw .duplicateName(spec.name, index: k, firstIndex: first) }
+            byName[spec.name] = k
+        }
+
+        let base = operations.count
+        var plan = SubmissionPlan(base: base, explicit: [], implicit: [])
+        plan.explicit.reserveCapacity(specs.count)
+        for (k, spec) in specs.enumerated() {
+            var targets: [Int] = []
+            for reference in spec.dependencies {
+                let target: Int
+                switch reference {
+                case .name(let name):
+                    guard let j = byName[name] else {
+                        throw .unknownDependency(index: k, name: spec.name, reference: reference,
+                                                 suggestion: Scheduler.closest(to: name, among: byName.keys))
+                    }
+                    target = base + j
+                case .id(let id):
+                    guard let j = index(of: id) else {
+                        throw .unknownDependency(index: k, name: spec.name, reference: reference, suggestion: nil)
+                    }
+                    target = j
+                }
+                if !targets.contains(target) { targets.append(target) }
+            }
+            plan.explicit.append(targets)
+        }
+        plan.implicit = barrierDependencies(of: specs, base: base)
+        if let cycle = Scheduler.findCycle(plan, count: specs.count) {
+            throw .cycle(cycle.map { specs[$0].name.isEmpty ? "#\($0 + 1)" : specs[$0].name })
+        }
+        return plan
+    }
+
+    static func validateFields(_ spec: OperationSpec, index k: Int) throws(SubmissionError) {
+        func invalid(_ field: String, _ problem: String) -> SubmissionError {
+            .invalidField(index: k, name: spec.name, field: field, problem: problem)
+        }
+        if spec.queue.isEmpty { throw invalid("queue", "must not be empty") }
+        if spec.retries < 0 || spec.retries > Int(UInt32.max) { throw invalid("retries", "must be 0 or more, not \(spec.retries)") }
+        if let timeout = spec.timeout, !(timeout > 0 && timeout.isFinite) {
+            throw invalid("timeout", "must be a positive number of seconds, not \(timeout)")
+        }
+        switch spec.work {
+        case .empty: break
+        case .command(let command):
+            if command.argv.isEmpty || command.argv[0].isEmpty { throw invalid("command", "must name a program") }
+        case .commands(let commands):
+            if commands.isEmpty { throw invalid("commands", "must hold at least one command") }
+            if let bad = commands.firstIndex(where: { $0.argv.isEmpty || $0.argv[0].isEmpty }) {
+                throw invalid("commands[\(bad)]", "must name a program")
+            }
+        case .handler(let name, _):
+            if name.isEmpty { throw invalid("handler", "must be a handler name") }
+        }
+    }
+
+    /// The barrier edges each batch operation gets: a barrier waits for every unfinished operation added
+    /// to its queue before it; any other operation waits for every unfinished barrier of its queue.
+    func barrierDependencies(of specs: [OperationSpec], base: Int) -> [[Int]] {
+        var result = [[Int]](repeating: [], count: specs.count)
+        guard specs.contains(where: \.isBarrier) || queues.contains(where: { !$0.unfinishedBarriers.isEmpty }) else {
+            return result
+        }
+        var addedMembers: [String: [Int]] = [:]
+        var addedBarriers: [String: [Int]] = [:]
+        for (k, spec) in specs.enumerated() {
+            let existing = queueIndex[spec.queue].map { queues[$0] }
+            if spec.isBarrier {
+                let earlier = existing?.members.filter { operations[$0].state != .finished } ?? []
+                result[k] = earlier + (addedMembers[spec.queue] ?? [])
+                addedBarriers[spec.queue, default: []].append(base + k)
+            } else {
+                result[k] = (existing?.unfinishedBarriers ?? []) + (addedBarriers[spec.queue] ?? [])
+            }
+            addedMembers[spec.queue, default: []].append(base + k)
+        }
+        return result
+    }
+
+    /// A cycle among the batch's operations (batch positions, in dependency order), or nil.
+    /// Existing operations never depend on new ones, so only the batch needs searching.
+    static func findCycle(_ plan: SubmissionPlan, count: Int) -> [Int]? {
+        // Kahn's algorithm over the batch: what is left over lies on or behind a cycle.
+        var indegree = [Int](repeating: 0, count: count)
+        var dependants = [[Int]](repeating: [], count: count)
+        for k in 0..<count {
+            for target in plan.explicit[k] + plan.implicit[k] where target >= plan.base {
+                indegree[k] += 1
+                dependants[target - plan.base].append(k)
+            }
+        }
+        var stack = (0..<count).filter { indegree[$0] == 0 }
+        var done = 0
+        while let k = stack.popLast() {
+            done += 1
+            for d in dependants[k] {
+                indegree[d] -= 1
+                if indegree[d] == 0 { stack.append(d) }
+            }
+        }
+        guard done < count else { return nil }
+        // Walk dependencies among the leftovers until a node repeats: that stretch is a cycle.
+        var position = [Int: Int]()
+        var path: [Int] = []
+        var k = indegree.firstIndex(where: { $0 > 0 })!
+        while position[k] == nil {
+            position[k] = path.count
+            path.append(k)
+            let next = (plan.explicit[k] + plan.implicit[k]).first { $0 >= plan.base && indegree[$0 - plan.base] > 0 }!
+            k = next - plan.base
+        }
+        return Array(path[position[k]!...])
+    }
+
+    /// The name among `names` closest to `name` by edit distance, if it is close enough to be a typo.
+    static func closest(to name: String, among names: some Sequence<String>) -> String? {
+        let target = Array(name)
+        var best: (distance: Int, name: String)?
+        for candidate in names {
+            let distance = editDistance(target, Array(candidate))
+            if distance <= max(1, target.count / 3), distance < (best?.distance ?? .max) || (distance == best?.distance && candidate < best!.name) {
+                best = (distance, candidate)
+            }
+        }
+        return best?.name
+    }
+
+    static func editDistance(_ a: [Character], _ b: [Character]) -> Int {
+        if a.isEmpty || b.isEmpty { return max(a.count, b.count) }
+        var previous = Array(0...b.count)
+        for i in 1...a.count {
+            var current = [i] + [Int](repeating: 0, count: b.count)
+            for j in 1...b.count {
+                current[j] = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1))
+            }
+            previous = current
+        }
+        return previous[b.count]
+    }
+
+    /// Puts a validated submission in place. Cannot fail.
+    mutating func apply(_ submission: Submission, _ plan: SubmissionPlan) -> SubmissionReceipt {
+        for (queue, settings) in submission.queueSettings {
+            applySettings(settings, to: self.queue(named: queue))
+        }
+        let specs = submission.operations
+        let base = plan.base
+        let job = jobs.count
+        jobs.append(JobRecord(first: base, count: specs.count, unfinished: specs.count))
+        operations.reserveCapacity(base + specs.count)
+        for spec in specs {
+            let queue = self.queue(named: spec.queue)
+            let placement = spec.labels.isEmpty ? 0 : self.placement(for: spec.labels)
+            operations.append(OperationRecord(
+                name: spec.name, work: spec.work, sequence: nextSequence, timeout: spec.timeout ?? 0,
+                job: UInt32(job), queue: UInt32(queue), placement: UInt32(placement),
+                retriesLeft: UInt32(spec.retries), priority: spec.priority,
+                qualityOfService: spec.qualityOfService, requires: spec.requires, isBarrier: spec.isBarrier))
+            nextSequence += 1
+            queues[queue].members.append(operations.count - 1)
+            queues[queue].unfinished += 1
+            if spec.isBarrier {
+                queues[queue].unfinishedBarriers.append(operations.count - 1)
+            } else {
+                queues[queue].counts.pending += 1
+                jobs[job].counts.pending += 1
+            }
+        }
+        // Edges, and dependencies that already failed under `requires: success`.
+        var doomed: [Int] = []
+        for k in 0..<specs.count {
+            let index = base + k
+            for target in plan.implicit[k] { link(index, to: target, implicit: true) }
+            for target in plan.explicit[k] {
+                link(index, to: target, implicit: false)
+                if operations[target].state == .finished, operations[target].outcome != .succeeded, specs[k].requires == .success {
+                    doomed.append(index)
+                }
+            }
+        }
+        let receipt = SubmissionReceipt(job: JobID(index: job), operations: (base..<base + specs.count).map(id))
+        effects.append(.journal(.submitted(receipt, submission)))
+        for index in base..<base + specs.count {
+            if operations[index].unfinishedDependencies == 0, !doomed.contains(index) {
+                makeReady(index)
+            } else {
+                notify(index)
+            }
+        }
+        for index in doomed { enqueueFinish(index, .cancelled, .dependencyFailed) }
+        drainFinishes()
+        pump()
+        return receipt
+    }
+
+    /// Adds the edge "`index` depends on `target`" on both ends, counting it if `target` is unfinished.
+    mutating func link(_ index: Int, to target: Int, implicit: Bool) {
+        operations[index].dependencies.append(Edge(target, implicit: implicit))
+        operations[target].dependants.append(Edge(index, implicit: implicit))
+        if operations[target].state != .finished { operations[index].unfinishedDependencies += 1 }
+    }
+}

@@ -1,0 +1,223 @@
+/// Workers: joining, heartbeats, reports of started and finished attempts, loss, and time (SEMANTICS §7).
+extension Scheduler {
+    /// What a (re)joining worker says it still holds.
+    public struct HeldAttempt: Hashable, Sendable {
+        /// The operation.
+        public var operation: OperationID
+        /// The attempt the worker runs.
+        public var attempt: Int
+
+        /// Creates a held attempt.
+        public init(_ operation: OperationID, attempt: Int) {
+            self.operation = operation
+            self.attempt = attempt
+        }
+    }
+
+    /// A worker registers (or re-registers after a reconnect) with `slots` slots, optionally serving only
+    /// `queues`, carrying placement `labels`, and still holding `holding`.
+    ///
+    /// Reconciliation: an attempt it still holds stays its own; one the core had given it that it no
+    /// longer holds is lost; one it holds that was requeued but not yet given to anyone else is taken
+    /// back; one that belongs to someone else now (or is finished) is killed as stale.
+    public mutating func workerJoined(
+        _ id: WorkerID, slots: Int, queues filter: Set<String>? = nil, labels: [String: String] = [:],
+        holding: [HeldAttempt] = [], at time: Timestamp
+    ) {
+        now = time
+        let worker: Int
+        if let existing = workerIndex[id] {
+            worker = existing
+            freeSlots -= workers[worker].free
+            workers[worker].slots = max(0, slots)
+            freeSlots += workers[worker].free
+        } else {
+            worker = workers.count
+            workers.append(WorkerRecord(id: id, slots: max(0, slots), labels: labels, lastSeen: time))
+            workerIndex[id] = worker
+            liveWorkers.append(worker)
+            freeSlots += workers[worker].free
+        }
+        workers[worker].queueFilter = filter
+        workers[worker].labels = labels
+        workers[worker].lastSeen = time
+        workers[worker].servesQueue = queues.map { filter?.contains($0.name) ?? true }
+        workers[worker].fitsPlacement = placements.map { Scheduler.fits($0, labels) }
+
+        let reported = Dictionary(holding.map { ($0.operation, $0.attempt) }, uniquingKeysWith: { first, _ in first })
+        for index in workers[worker].held.sorted() where reported[self.id(index)] != Int(operations[index].attempt) {
+            requeue(index, lost: true)
+        }
+        for held in holding {
+            guard let index = self.index(of: held.operation) else { continue }
+            let record = operations[index]
+            if record.worker == Int32(worker), Int(record.attempt) == held.attempt { continue }
+            if record.state == .ready, Int(record.attempt) == held.attempt, !record.work.isEmpty,
+               freeSlotsAllow(worker), workers[worker].servesQueue[Int(record.queue)] {
+                adopt(index, by: worker)
+            } else {
+                effects.append(.kill(held.operation, attempt: held.attempt, worker: id, reason: .stale))
+            }
+        }
+        settle()
+    }
+
+    func freeSlotsAllow(_ worker: Int) -> Bool { workers[worker].free > 0 }
+
+    /// A requeued attempt still running on the worker that reports it: it becomes that worker's again.
+    mutating func adopt(_ index: Int, by worker: Int) {
+        let queue = Int(operations[index].queue)
+        leaveReady(index)
+        queues[queue].active += 1
+        takeSlot(of: worker, for: index)
+        setState(index, .executing)
+        notify(index)
+    }
+
+    /// The worker left on purpose (graceful shutdown): what it held goes back to `ready` without
+    /// counting against the operations' lost-worker limit.
+    public mutating func workerLeft(_ id: WorkerID, at time: Timestamp) {
+        now = time
+        guard let worker = workerIndex[id] else { return }
+        remove(worker, lost: false)
+        settle()
+    }
+
+    /// The worker is declared lost (it stopped sending heartbeats, or its connection broke): what it held
+    /// goes back to `ready` as a new attempt, unless that operation has now lost too many workers.
+    public mutating func workerLost(_ id: WorkerID, at time: Timestamp) {
+        now = time
+        guard let worker = workerIndex[id] else { return }
+        remove(worker, lost: true)
+        settle()
+    }
+
+    mutating func remove(_ worker: Int, lost: Bool) {
+        freeSlots -= workers[worker].free
+        workers[worker].isAlive = false
+        workerIndex[workers[worker].id] = nil
+        liveWorkers.removeAll { $0 == worker }
+        for index in workers[worker].held.sorted() { requeue(index, lost: lost) }
+    }
+
+    /// Operation `index` lost its worker's attempt.
+    mutating func requeue(_ index: Int, lost: Bool) {
+        if operations[index].isCancelled {
+            enqueueFinish(index, .cancelled, .cancelRequested)
+            drainFinishes()
+            return
+        }
+        if operations[index].killReason == .timeout {
+            attemptFailed(index, reason: .timeout, report: nil)
+            drainFinishes()
+            return
+        }
+        if lost { operations[index].lostWorkers += 1 }
+        if Int(operations[index].lostWorkers) >= configuration.maxLostWorkers {
+            enqueueFinish(index, .failed, .lostWorker)
+            drainFinishes()
+            return
+        }
+        releaseSlot(index)
+        operations[index].killReason = nil
+        makeReady(index, reason: .lostWorker)  // keeps its sequence: its place by priority and age
+    }
+
+    /// Anything heard from a worker counts as a heartbeat.
+    public mutating func heartbeat(from id: WorkerID, at time: Timestamp) {
+        now = time
+        if let worker = workerIndex[id] { workers[worker].lastSeen = time }
+    }
+
+    /// The worker reports it started `attempt` of `operation`. Returns false (and changes nothing) for a
+    /// report that is not about the worker's current attempt.
+    @discardableResult
+    public mutating func started(_ operation: OperationID, attempt: Int, worker id: WorkerID, at time: Timestamp) -> Bool {
+        now = time
+        guard let worker = workerIndex[id] else { return false }
+        workers[worker].lastSeen = time
+        guard let index = current(operation, attempt: attempt, worker: worker), operations[index].state == .dispatched else {
+            return false
+        }
+        setState(index, .executing)
+        operations[index].startedAt = time
+        notify(index)
+        if operations[index].timeout > 0 {
+            timers.insert(TimerEntry(deadline: time + operations[index].timeout, index: UInt32(index),
+                                     attempt: operations[index].attempt, kind: .timeout))
+        }
+        return true
+    }
+
+    /// The worker reports `attempt` of `operation` ended. Stale reports (an attempt given to another
+    /// worker, or already finished) are ignored and return false: each operation finishes exactly once.
+    ///
+    /// Outcome: success wins even over a cancel that arrived too late; otherwise a cancelled operation
+    /// finishes `cancelled`, a timed-out one `failed` (timeout), anything else `failed` — and failed
+    /// attempts are retried while `retries` allow.
+    @discardableResult
+    public mutating func finished(_ operation: OperationID, attempt: Int, worker id: WorkerID,
+                                  _ report: AttemptReport, at time: Timestamp) -> Bool {
+        now = time
+        guard let worker = workerIndex[id] else { return false }
+        workers[worker].lastSeen = time
+        guard let index = current(operation, attempt: attempt, worker: worker) else { return false }
+        if report.status == .succeeded {
+            enqueueFinish(index, .succeeded, .completed, report: report)
+        } else if operations[index].isCancelled {
+            enqueueFinish(index, .cancelled, .cancelRequested, report: report)
+        } else if operations[index].killReason == .timeout {
+            attemptFailed(index, reason: .timeout, report: report)
+        } else if report.status == .cancelled {
+            enqueueFinish(index, .cancelled, .cancelRequested, report: report)
+        } else {
+            attemptFailed(index, reason: report.reason, report: report)
+        }
+        settle()
+        return true
+    }
+
+    /// The index of `operation` if `attempt` is its current one and `worker` holds it.
+    func current(_ operation: OperationID, attempt: Int, worker: Int) -> Int? {
+        guard let index = index(of: operation),
+              operations[index].state == .dispatched || operations[index].state == .executing,
+              Int(operations[index].attempt) == attempt, operations[index].worker == Int32(worker) else { return nil }
+        return index
+    }
+
+    /// Time passes: workers not heard from within `workerTimeout` are lost, retries whose backoff elapsed
+    /// become ready, and attempts past their timeout are killed.
+    public mutating func tick(at time: Timestamp) {
+        now = time
+        for worker in liveWorkers where workers[worker].lastSeen + configuration.workerTimeout <= time {
+            remove(worker, lost: true)
+        }
+        while let timer = timers.min, timer.deadline <= time {
+            _ = timers.removeMin()
+            let index = Int(timer.index)
+            guard operations[index].attempt == timer.attempt else { continue }
+            switch timer.kind {
+            case .retry:
+                guard operations[index].isWaitingForRetry, operations[index].state == .pending else { continue }
+                operations[index].isWaitingForRetry = false
+                if operations[index].unfinishedDependencies == 0 { makeReady(index) }
+            case .timeout:
+                guard operations[index].state == .executing, operations[index].killReason == nil else { continue }
+                operations[index].killReason = .timeout
+                effects.append(.kill(id(index), attempt: Int(timer.attempt),
+                                     worker: workers[Int(operations[index].worker)].id, reason: .timeout))
+            }
+        }
+        settle()
+    }
+
+    /// The earliest time at which ``tick(at:)`` has something to do, or nil: the shell's poll timeout.
+    public var nextDeadline: Timestamp? {
+        let workerDeadline = liveWorkers.map { workers[$0].lastSeen + configuration.workerTimeout }.min()
+        switch (timers.min?.deadline, workerDeadline) {
+        case let (a?, b?): return min(a, b)
+        case let (a?, nil): return a
+        case let (nil, b): return b
+        }
+    }
+}

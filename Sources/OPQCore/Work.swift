@@ -1,0 +1,36 @@
+/// One child process: an argv run without a shell, with optional environment and working directory.
+public struct Command: Hashable, Sendable {
+    /// Program and arguments; `argv[0]` is looked up in `PATH` by the worker.
+    public var argv: [String]
+    /// Variables added to (or overriding) the worker's environment.
+    public var environment: [String: String]
+    /// Working directory; nil = the worker's.
+    public var workingDirectory: String?
+
+    /// Creates a command.
+    public init(_ argv: [String], environment: [String: String] = [:], workingDirectory: String? = nil) {
+        self.argv = argv
+        self.environment = environment
+        self.workingDirectory = workingDirectory
+    }
+
+    /// A command run by `/bin/sh -c script` — only when the user asks for a shell explicitly.
+    public static func shell(_ script: String, environment: [String: String] = [:], workingDirectory: String? = nil) -> Command {
+        Command(["/bin/sh", "-c", script], environment: environment, workingDirectory: workingDirectory)
+    }
+}
+
+/// What an operation does when it runs (SEMANTICS §1).
+public enum Work: Hashable, Sendable {
+    /// Nothing: a join point. It needs no worker and finishes as soon as it is ready and its queue runs.
+    case empty
+    /// One child process.
+    case command(Command)
+    /// Several child processes run concurrently on one worker; succeeds only if all succeed.
+    case commands([Command])
+    /// An in-process handler registered on workers under `name`, given `payload`.
+    case handler(name: String, payload: [UInt8])
+
+    /// True for `.empty`.
+    public var isEmpty: Bool { if case .empty = self { true } else { false } }
+}
