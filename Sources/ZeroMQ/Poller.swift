@@ -1,0 +1,106 @@
+import CZeroMQ
+
+/// Readiness conditions a ``Poller`` waits for and reports (`ZMQ_POLLIN`, `ZMQ_POLLOUT`…).
+public struct PollEvents: OptionSet, Sendable, Hashable {
+    /// The `short` bit mask of `zmq_pollitem_t`.
+    public let rawValue: Int16
+
+    /// Wraps a `ZMQ_POLL*` bit mask.
+    public init(rawValue: Int16) { self.rawValue = rawValue }
+
+    /// A message can be received (socket) or data read (file descriptor) without blocking.
+    public static let readable = PollEvents(rawValue: Int16(ZMQ_POLLIN))
+    /// A message can be sent (socket) or data written (file descriptor) without blocking.
+    public static let writable = PollEvents(rawValue: Int16(ZMQ_POLLOUT))
+    /// An error condition on a raw file descriptor (never reported for sockets).
+    public static let error = PollEvents(rawValue: Int16(ZMQ_POLLERR))
+}
+
+/// Waits until any of a set of sockets and raw file descriptors is ready (`zmq_poll`).
+///
+/// Built once and polled every loop turn: ``poll(timeout:)`` allocates nothing. Items are
+/// addressed by the index that ``add(_:events:)`` / ``add(fileDescriptor:events:)`` returned.
+///
+/// ```swift
+/// var poller = Poller()
+/// let workers = poller.add(workerSocket)
+/// while running {
+///     try poller.poll(timeout: msUntilNextDeadline)
+///     if poller.isReadable(workers) { … drain workerSocket … }
+/// }
+/// ```
+/// A poller holds its sockets, so it belongs to the thread that owns them. Remove a socket
+/// (``remove(at:)``) before closing it; polling a closed socket throws ``ZMQError/Kind/socketClosed``.
+public struct Poller {
+    /// The C poll set, passed to `zmq_poll` as is; `revents` hold the last poll's results.
+    private var items: [zmq_pollitem_t] = []
+    /// The socket at each index (`nil` for file descriptors), kept alive and checked for `close()`.
+    private var sockets: [Socket?] = []
+
+    /// Creates an empty poller.
+    public init() {}
+
+    /// The number of items.
+    public var count: Int { items.count }
+
+    /// Watches `socket` for `events`; returns the item's index.
+    @discardableResult
+    public mutating func add(_ socket: Socket, events: PollEvents = .readable) throws(ZMQError) -> Int {
+        let handle = try socket.openHandle("zmq_poll")
+        items.append(zmq_pollitem_t(socket: handle, fd: -1, events: events.rawValue, revents: 0))
+        sockets.append(socket)
+        return items.count - 1
+    }
+
+    /// Watches the raw file descriptor `fileDescriptor` (a pipe, a ``Socket/fileDescriptor`` of a
+    /// foreign loop…) for `events`; returns the item's index.
+    @discardableResult
+    public mutating func add(fileDescriptor: Int32, events: PollEvents = .readable) -> Int {
+        items.append(zmq_pollitem_t(socket: nil, fd: fileDescriptor, events: events.rawValue, revents: 0))
+        sockets.append(nil)
+        return items.count - 1
+    }
+
+    /// Removes the item at `index`; the indices of later items decrease by one.
+    public mutating func remove(at index: Int) {
+        items.remove(at: index)
+        sockets.remove(at: index)
+    }
+
+    /// Changes what the item at `index` waits for, e.g. adds `.writable` while output is pending.
+    public mutating func setEvents(_ events: PollEvents, at index: Int) {
+        items[index].events = events.rawValue
+    }
+
+    /// Waits up to `milliseconds` (`-1` = no limit, `0` = just check) until an item is ready.
+    /// Returns how many items are ready; read them with ``readyEvents(at:)``.
+    ///
+    /// A signal interrupting the wait restarts it with the full timeout, so a loop should compute
+    /// the timeout from its next deadline every turn.
+    @discardableResult
+    public mutating func poll(timeout milliseconds: Int) throws(ZMQError) -> Int {
+        for index in sockets.indices {
+            if let socket = sockets[index] { items[index].socket = try socket.openHandle("zmq_poll") }
+        }
+        return Int(try zmqCall("zmq_poll") {
+            items.withUnsafeMutableBufferPointer { buffer in
+                zmq_poll(buffer.baseAddress, Int32(buffer.count), milliseconds)
+            }
+        })
+    }
+
+    /// The events the last ``poll(timeout:)`` found for the item at `index`.
+    public func readyEvents(at index: Int) -> PollEvents {
+        PollEvents(rawValue: items[index].revents)
+    }
+
+    /// Whether the last ``poll(timeout:)`` found the item at `index` readable.
+    public func isReadable(_ index: Int) -> Bool { readyEvents(at: index).contains(.readable) }
+
+    /// Whether the last ``poll(timeout:)`` found the item at `index` writable.
+    public func isWritable(_ index: Int) -> Bool { readyEvents(at: index).contains(.writable) }
+}
+
+/// A `Poller` holds sockets, which are owned by one thread.
+@available(*, unavailable)
+extension Poller: Sendable {}
