@@ -10,10 +10,14 @@ let package = Package(
     products: [
         .library(name: "ZeroMQ", targets: ["ZeroMQ"]),
         .library(name: "OPQCore", targets: ["OPQCore"]),
+        .library(name: "OPQWire", targets: ["OPQWire"]),
+        .library(name: "OPQWorker", targets: ["OPQWorker"]),
         .executable(name: "opq-bench", targets: ["opq-bench"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-collections", from: "1.1.0"),
+        .package(url: "https://github.com/apple/swift-protobuf", from: "1.28.0"),
+        .package(url: "https://github.com/apple/swift-crypto", from: "3.12.0"),
     ],
     targets: [
         .systemLibrary(
@@ -28,8 +32,25 @@ let package = Package(
                 .product(name: "HeapModule", package: "swift-collections"),
             ]
         ),
+        .target(
+            name: "OPQWire",
+            dependencies: [
+                "OPQCore",
+                .product(name: "SwiftProtobuf", package: "swift-protobuf"),
+            ],
+            exclude: ["opq.proto"]
+        ),
+        .target(
+            name: "OPQWorker",
+            dependencies: [
+                "OPQCore", "OPQWire", "ZeroMQ",
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]
+        ),
         .executableTarget(name: "opq-bench", dependencies: ["OPQCore"]),
         .testTarget(name: "ZeroMQTests", dependencies: ["ZeroMQ"]),
         .testTarget(name: "OPQCoreTests", dependencies: ["OPQCore"]),
+        .testTarget(name: "OPQWireTests", dependencies: ["OPQWire"]),
+        .testTarget(name: "OPQWorkerTests", dependencies: ["OPQWorker"]),
     ]
 )

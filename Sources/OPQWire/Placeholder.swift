@@ -1,0 +1,2 @@
+// Placeholder until the protocol lands.
+enum OPQWirePlaceholder {}
