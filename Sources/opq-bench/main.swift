@@ -1,2 +1,27 @@
-// Placeholder: replaced by the benchmark program.
-print("opq-bench")
+// opq-bench: how fast and how small the scheduling core is, beside Foundation's OperationQueue.
+// It prints figures; it is not a test. `opq-bench --help` lists the flags; `--smoke` is what CI runs.
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+let options = Options.parse(Array(CommandLine.arguments.dropFirst()))
+let benchmark = Benchmark(options: options)
+let started = Clock.nanoseconds()
+
+/// Progress goes to standard error, so the table (or JSON) on standard output stays clean.
+func progress(_ step: String) {
+    let elapsed = Clock.seconds(Clock.nanoseconds() - started)
+    var standardError = StandardError()
+    print("[\(Format.fixed(elapsed, 1)) s] \(step)", to: &standardError)
+}
+
+let throughput = benchmark.throughput(progress: progress)
+let memory = options.memory ? benchmark.memory(progress: progress) : []
+var report = Report(machine: .current(), workers: options.workers, slotsPerWorker: options.slots,
+                    reportsStarted: options.reportsStarted, memorySource: Memory.source.rawValue,
+                    throughput: throughput, memory: memory)
+report.judge()
+print(options.json ? report.json() : report.text())
+progress("done")
