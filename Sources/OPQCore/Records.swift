@@ -40,6 +40,8 @@ struct OperationRecord {
     var placement: UInt32
     /// Index of the worker holding the current attempt, or -1.
     var worker: Int32 = -1
+    /// Position in that worker's `held` list.
+    var heldPosition: UInt32 = 0
     /// Current attempt number; incremented by each dispatch.
     var attempt: UInt32 = 0
     /// Dependencies that have not finished.
@@ -150,8 +152,9 @@ struct WorkerRecord {
     let id: WorkerID
     /// Its local `maxConcurrentOperationCount`.
     var slots: Int
-    /// Indexes of the operations it holds (dispatched or executing).
-    var held: Set<Int> = []
+    /// Indexes of the operations it holds (dispatched or executing), in no order; each operation's
+    /// `heldPosition` is its place here, so removal is O(1) without hashing.
+    var held: [Int] = []
     /// Queues it serves; nil = all.
     var queueFilter: Set<String>?
     /// Its placement labels.

@@ -70,7 +70,9 @@ extension Scheduler {
                 }
             case .dispatched, .executing:
                 let worker = Int(record.worker)
-                guard worker >= 0, workers[worker].isAlive, workers[worker].held.contains(index) else {
+                let position = Int(record.heldPosition)
+                guard worker >= 0, workers[worker].isAlive, position < workers[worker].held.count,
+                      workers[worker].held[position] == index else {
                     throw fail("\(name): \(record.state) but not held by a live worker")
                 }
                 active[Int(record.queue)] += 1

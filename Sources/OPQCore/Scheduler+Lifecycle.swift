@@ -130,7 +130,8 @@ extension Scheduler {
 
     mutating func takeSlot(of worker: Int, for index: Int) {
         freeSlots -= workers[worker].free
-        workers[worker].held.insert(index)
+        operations[index].heldPosition = UInt32(workers[worker].held.count)
+        workers[worker].held.append(index)
         freeSlots += workers[worker].free
         operations[index].worker = Int32(worker)
     }
@@ -141,7 +142,12 @@ extension Scheduler {
         let queue = Int(operations[index].queue)
         queues[queue].active -= 1
         if workers[worker].isAlive { freeSlots -= workers[worker].free }
-        workers[worker].held.remove(index)
+        let position = Int(operations[index].heldPosition)
+        let last = workers[worker].held.removeLast()
+        if last != index {
+            workers[worker].held[position] = last
+            operations[last].heldPosition = UInt32(position)
+        }
         if workers[worker].isAlive { freeSlots += workers[worker].free }
     }
 

@@ -123,3 +123,27 @@ extension Scheduler {
         }
     }
 }
+
+extension Scheduler {
+    /// What a worker needs to run an attempt: the hot-path subset of ``OperationSnapshot``.
+    public struct DispatchDetails: Sendable {
+        public var name: String
+        public var job: JobID
+        public var queue: String
+        public var work: Work
+        public var qualityOfService: QualityOfService
+        /// Attempt time limit in seconds (the core enforces it; workers may too).
+        public var timeout: Double?
+    }
+
+    /// The details to send with a `.dispatch` of `id`, or nil if unknown.
+    /// - Complexity: O(1); copies no dependency lists.
+    public func dispatchDetails(_ id: OperationID) -> DispatchDetails? {
+        guard let index = index(of: id) else { return nil }
+        return DispatchDetails(
+            name: operations[index].name, job: JobID(index: Int(operations[index].job)),
+            queue: queues[Int(operations[index].queue)].name, work: operations[index].work,
+            qualityOfService: operations[index].qualityOfService,
+            timeout: operations[index].timeout > 0 ? operations[index].timeout : nil)
+    }
+}

@@ -38,7 +38,12 @@ extension Scheduler {
     mutating func cancelAll(_ snapshot: [Int]) {
         guard !snapshot.isEmpty else { return }
         effects.append(.journal(.cancelled(snapshot.map(id))))
-        for index in snapshot { cancelOne(index) }
+        // Every not-started operation of the snapshot is marked before any of them finishes, so none is
+        // released (and, if empty, run to success) by the cancel of one before it in the snapshot (§5).
+        for index in snapshot where operations[index].state <= .ready {
+            enqueueFinish(index, .cancelled, .cancelRequested)
+        }
+        for index in snapshot where operations[index].state > .ready { cancelOne(index) }
         settle()
     }
 

@@ -43,8 +43,10 @@ extension Scheduler {
         let base = operations.count
         var plan = SubmissionPlan(base: base, explicit: [], implicit: [])
         plan.explicit.reserveCapacity(specs.count)
+        var hasBatchEdges = false
         for (k, spec) in specs.enumerated() {
             var targets: [Int] = []
+            var seen: Set<Int>? = spec.dependencies.count > 16 ? Set(minimumCapacity: spec.dependencies.count) : nil
             for reference in spec.dependencies {
                 let target: Int
                 switch reference {
@@ -60,12 +62,16 @@ extension Scheduler {
                     }
                     target = j
                 }
-                if !targets.contains(target) { targets.append(target) }
+                // Duplicates are ignored (SEMANTICS §3); a set keeps wide fan-ins linear.
+                let isNew = seen != nil ? seen!.insert(target).inserted : !targets.contains(target)
+                if isNew { targets.append(target) }
+                if target >= base { hasBatchEdges = true }
             }
             plan.explicit.append(targets)
         }
         plan.implicit = barrierDependencies(of: specs, base: base)
-        if let cycle = Scheduler.findCycle(plan, count: specs.count) {
+        hasBatchEdges = hasBatchEdges || plan.implicit.contains { !$0.isEmpty }
+        if hasBatchEdges, let cycle = Scheduler.findCycle(plan, count: specs.count) {
             throw .cycle(cycle.map { specs[$0].name.isEmpty ? "#\($0 + 1)" : specs[$0].name })
         }
         return plan
@@ -188,8 +194,15 @@ extension Scheduler {
         let job = jobs.count
         jobs.append(JobRecord(first: base, count: specs.count, unfinished: specs.count))
         operations.reserveCapacity(base + specs.count)
+        var lastQueue: (name: String, index: Int)?
         for spec in specs {
-            let queue = self.queue(named: spec.queue)
+            let queue: Int
+            if let last = lastQueue, last.name == spec.queue {
+                queue = last.index
+            } else {
+                queue = self.queue(named: spec.queue)
+                lastQueue = (spec.queue, queue)
+            }
             let placement = spec.labels.isEmpty ? 0 : self.placement(for: spec.labels)
             operations.append(OperationRecord(
                 name: spec.name, work: spec.work, sequence: nextSequence, timeout: spec.timeout ?? 0,

@@ -14,16 +14,24 @@ extension Scheduler {
         }
     }
 
+    /// A live worker's registration in this core: cheaper than looking its ``WorkerID`` up on every
+    /// report. A handle from before the worker left or was lost stays dead (its reports are ignored),
+    /// even if a worker of the same name joins again.
+    public struct WorkerHandle: Hashable, Sendable {
+        let index: Int32
+    }
+
     /// A worker registers (or re-registers after a reconnect) with `slots` slots, optionally serving only
     /// `queues`, carrying placement `labels`, and still holding `holding`.
     ///
     /// Reconciliation: an attempt it still holds stays its own; one the core had given it that it no
     /// longer holds is lost; one it holds that was requeued but not yet given to anyone else is taken
     /// back; one that belongs to someone else now (or is finished) is killed as stale.
+    @discardableResult
     public mutating func workerJoined(
         _ id: WorkerID, slots: Int, queues filter: Set<String>? = nil, labels: [String: String] = [:],
         holding: [HeldAttempt] = [], at time: Timestamp
-    ) {
+    ) -> WorkerHandle {
         now = time
         let worker: Int
         if let existing = workerIndex[id] {
@@ -60,6 +68,13 @@ extension Scheduler {
             }
         }
         settle()
+        return WorkerHandle(index: Int32(worker))
+    }
+
+    /// The live worker behind `handle`, or nil once it left or was lost.
+    func live(_ handle: WorkerHandle) -> Int? {
+        let worker = Int(handle.index)
+        return worker < workers.count && workers[worker].isAlive ? worker : nil
     }
 
     func freeSlotsAllow(_ worker: Int) -> Bool { workers[worker].free > 0 }
@@ -129,12 +144,25 @@ extension Scheduler {
         if let worker = workerIndex[id] { workers[worker].lastSeen = time }
     }
 
+    /// Anything heard from a worker counts as a heartbeat.
+    public mutating func heartbeat(from handle: WorkerHandle, at time: Timestamp) {
+        now = time
+        if let worker = live(handle) { workers[worker].lastSeen = time }
+    }
+
     /// The worker reports it started `attempt` of `operation`. Returns false (and changes nothing) for a
     /// report that is not about the worker's current attempt.
     @discardableResult
     public mutating func started(_ operation: OperationID, attempt: Int, worker id: WorkerID, at time: Timestamp) -> Bool {
-        now = time
         guard let worker = workerIndex[id] else { return false }
+        return started(operation, attempt: attempt, worker: WorkerHandle(index: Int32(worker)), at: time)
+    }
+
+    /// ``started(_:attempt:worker:at:)`` by handle.
+    @discardableResult
+    public mutating func started(_ operation: OperationID, attempt: Int, worker handle: WorkerHandle, at time: Timestamp) -> Bool {
+        now = time
+        guard let worker = live(handle) else { return false }
         workers[worker].lastSeen = time
         guard let index = current(operation, attempt: attempt, worker: worker), operations[index].state == .dispatched else {
             return false
@@ -158,8 +186,16 @@ extension Scheduler {
     @discardableResult
     public mutating func finished(_ operation: OperationID, attempt: Int, worker id: WorkerID,
                                   _ report: AttemptReport, at time: Timestamp) -> Bool {
-        now = time
         guard let worker = workerIndex[id] else { return false }
+        return finished(operation, attempt: attempt, worker: WorkerHandle(index: Int32(worker)), report, at: time)
+    }
+
+    /// ``finished(_:attempt:worker:_:at:)`` by handle.
+    @discardableResult
+    public mutating func finished(_ operation: OperationID, attempt: Int, worker handle: WorkerHandle,
+                                  _ report: AttemptReport, at time: Timestamp) -> Bool {
+        now = time
+        guard let worker = live(handle) else { return false }
         workers[worker].lastSeen = time
         guard let index = current(operation, attempt: attempt, worker: worker) else { return false }
         if report.status == .succeeded {

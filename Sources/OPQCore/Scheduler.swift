@@ -73,8 +73,16 @@ public struct Scheduler: Sendable {
 
     /// Returns the effects produced so far and clears them.
     public mutating func takeEffects() -> [Effect] {
-        defer { effects.removeAll(keepingCapacity: true) }
-        return effects
+        let taken = effects
+        effects = []
+        return taken
+    }
+
+    /// Moves the effects produced so far into `buffer` (replacing its contents) and gives the core the
+    /// buffer's old storage to reuse: in a steady loop nothing is allocated.
+    public mutating func takeEffects(into buffer: inout [Effect]) {
+        buffer.removeAll(keepingCapacity: buffer.capacity <= 1 << 16)
+        swap(&buffer, &effects)
     }
 
     /// Number of operations ever accepted.

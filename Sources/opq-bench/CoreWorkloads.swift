@@ -43,8 +43,11 @@ struct SimulatedCluster {
     func run(_ submission: Submission, count: Int) -> CoreRun {
         var scheduler = Scheduler()
         var clock: Timestamp = 0
-        for id in workerIDs { scheduler.workerJoined(id, slots: slots, at: clock) }
-        _ = scheduler.takeEffects()
+        // Like a coordinator, the loop maps a worker's id to the handle it reports with.
+        var handles: [WorkerID: Scheduler.WorkerHandle] = [:]
+        for id in workerIDs { handles[id] = scheduler.workerJoined(id, slots: slots, at: clock) }
+        var effects: [Effect] = []
+        scheduler.takeEffects(into: &effects)
 
         var counts = EffectCounts()
         var inFlight: [(operation: OperationID, attempt: Int, worker: WorkerID)] = []
@@ -57,20 +60,24 @@ struct SimulatedCluster {
         } catch {
             fatalError("opq-bench: the core refused the benchmark's own submission: \(error)")
         }
-        SimulatedCluster.absorb(scheduler.takeEffects(), into: &counts, &inFlight)
+        scheduler.takeEffects(into: &effects)
+        SimulatedCluster.absorb(effects, into: &counts, &inFlight)
         let submitted = Clock.nanoseconds()
 
         while head < inFlight.count {
             let attempt = inFlight[head]
             head += 1
+            let worker = handles[attempt.worker]!
             if reportsStarted {
                 clock += 1e-6
-                scheduler.started(attempt.operation, attempt: attempt.attempt, worker: attempt.worker, at: clock)
-                SimulatedCluster.absorb(scheduler.takeEffects(), into: &counts, &inFlight)
+                scheduler.started(attempt.operation, attempt: attempt.attempt, worker: worker, at: clock)
+                scheduler.takeEffects(into: &effects)
+                SimulatedCluster.absorb(effects, into: &counts, &inFlight)
             }
             clock += 1e-6
-            scheduler.finished(attempt.operation, attempt: attempt.attempt, worker: attempt.worker, .succeeded, at: clock)
-            SimulatedCluster.absorb(scheduler.takeEffects(), into: &counts, &inFlight)
+            scheduler.finished(attempt.operation, attempt: attempt.attempt, worker: worker, .succeeded, at: clock)
+            scheduler.takeEffects(into: &effects)
+            SimulatedCluster.absorb(effects, into: &counts, &inFlight)
             if head >= 1024 {
                 inFlight.removeFirst(head)
                 head = 0

@@ -1,0 +1,90 @@
+import OPQCore
+
+// Submissions: OperationSpec, QueueSettings, Submission, and the receipt of an accepted one.
+
+extension Opq_V1_OperationSpec {
+    /// The wire form of a core operation spec.
+    public init(_ spec: OperationSpec) {
+        self.init()
+        name = spec.name
+        queue = spec.queue
+        if !spec.work.isEmpty { work = Opq_V1_Work(spec.work) }
+        dependencies = spec.dependencies.map(Opq_V1_DependencyRef.init)
+        priority = spec.priority.wireValue
+        qos = Opq_V1_QualityOfService(spec.qualityOfService)
+        requires = Opq_V1_Requirement(spec.requires)
+        retries = UInt32(clamping: spec.retries)
+        if let timeout = spec.timeout { timeoutSeconds = timeout }
+        labels = spec.labels
+        barrier = spec.isBarrier
+    }
+}
+
+extension OperationSpec {
+    /// The core spec of a (validated) wire spec: an empty queue is `default`, the priority is snapped.
+    public init(_ wire: Opq_V1_OperationSpec) {
+        self.init(
+            name: wire.name,
+            queue: wire.queue.isEmpty ? "default" : wire.queue,
+            work: Work(wire.work),
+            dependencies: wire.dependencies.compactMap(\.core),
+            priority: QueuePriority(wire: wire.priority),
+            qualityOfService: QualityOfService(wire.qos),
+            requires: Requirement(wire.requires),
+            retries: Int(wire.retries),
+            timeout: wire.hasTimeoutSeconds ? wire.timeoutSeconds : nil,
+            labels: wire.labels,
+            isBarrier: wire.barrier)
+    }
+}
+
+extension Opq_V1_QueueSettings {
+    /// The wire form of a queue's settings (nil fields stay absent). A `maxConcurrent` beyond the
+    /// `int32` range is clamped; the coordinator refuses it either way.
+    public init(queue: String, _ settings: QueueSettings) {
+        self.init()
+        self.queue = queue
+        if let max = settings.maxConcurrent { maxConcurrent = Int32(clamping: max) }
+        if let suspended = settings.isSuspended { self.suspended = suspended }
+    }
+
+    /// The queue name (empty = `default`) and its core settings.
+    public var core: (queue: String, settings: QueueSettings) {
+        (queue.isEmpty ? "default" : queue,
+         QueueSettings(maxConcurrent: hasMaxConcurrent ? Int(maxConcurrent) : nil,
+                       isSuspended: hasSuspended ? suspended : nil))
+    }
+}
+
+extension Opq_V1_Submit {
+    /// The wire form of a core submission, with an optional idempotency key.
+    public init(_ submission: Submission, idempotencyKey: String = "") {
+        self.init()
+        operations = submission.operations.map(Opq_V1_OperationSpec.init)
+        queueSettings = submission.queueSettings.map { Opq_V1_QueueSettings(queue: $0.queue, $0.settings) }
+        self.idempotencyKey = idempotencyKey
+    }
+}
+
+extension Submission {
+    /// The core submission of a (validated) wire `Submit`; the idempotency key stays on the wire message.
+    public init(_ wire: Opq_V1_Submit) {
+        self.init(wire.operations.map(OperationSpec.init), queueSettings: wire.queueSettings.map(\.core))
+    }
+}
+
+extension Opq_V1_SubmitAccepted {
+    /// The wire form of an accepted submission's receipt.
+    public init(_ receipt: SubmissionReceipt, duplicate: Bool = false) {
+        self.init()
+        job = receipt.job.rawValue
+        operations = receipt.operations.map(\.rawValue)
+        self.duplicate = duplicate
+    }
+
+    /// The job's id.
+    public var jobID: JobID { JobID(job) }
+
+    /// The operations' ids, in batch order.
+    public var operationIDs: [OperationID] { operations.map(OperationID.init) }
+}

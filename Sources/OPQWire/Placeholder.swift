@@ -1,2 +1,0 @@
-// Placeholder until the protocol lands.
-enum OPQWirePlaceholder {}

@@ -1,0 +1,32 @@
+/// Bounds every decoded message must respect. Anything beyond is refused with a `WireError`, so a
+/// malformed or hostile peer cannot make the coordinator allocate without limit.
+///
+/// Use `maxFrameBytes` for `ZMQ_MAXMSGSIZE` on every socket that faces outside (ZeroMQ applies it per
+/// frame and disconnects a peer that exceeds it); `Frames.encode` refuses to build a frame larger than
+/// that, so a sender learns of the problem instead of being silently disconnected.
+public enum WireLimits {
+    /// The protocol version this module speaks (`Register.protocol_version`, `Welcome.protocol_version`).
+    public static let protocolVersion: UInt32 = 1
+    /// Largest frame, in bytes: the value for `ZMQ_MAXMSGSIZE` (64 MiB).
+    public static let maxFrameBytes = 64 << 20
+    /// Most frames in one message, identity and signature included.
+    public static let maxFrames = 4_096
+    /// Most raw frames after the protobuf frame (one per captured output tail).
+    public static let maxRawFrames = maxFrames - 3
+    /// Most items in one batch (`Reports`, `Orders`, `Events`, `Register.held`, id lists in replies).
+    public static let maxBatchItems = 100_000
+    /// Most operations in one `Submit`.
+    public static let maxOperationsPerSubmission = 1_000_000
+    /// Most entries of one list inside an operation (argv, environment, commands, dependencies, labels).
+    public static let maxListEntries = 65_536
+    /// Most bytes of one name (operation, queue, worker, handler, label key).
+    public static let maxNameBytes = 4_096
+    /// Most worker slots.
+    public static let maxSlots: Int32 = 1 << 20
+    /// Highest attempt number a valid message can carry.
+    public static let maxAttempt: UInt32 = 1 << 24
+    /// Most retries of one operation.
+    public static let maxRetries: UInt32 = 1 << 16
+    /// Longest duration in seconds (timeouts, grace periods, heartbeat intervals): about 100 years.
+    public static let maxSeconds: Double = 3.2e9
+}

@@ -1,0 +1,166 @@
+import Foundation
+import OPQCore
+
+/// Runs the attempts a worker is given on a local Foundation `OperationQueue` with one slot per
+/// concurrent attempt (DESIGN "Worker"), and reports each attempt exactly once.
+///
+/// This is the worker's execution layer, with no networking: the connection layer calls ``run(_:)``,
+/// ``cancel(_:attempt:)`` and ``shutdown(handBack:timeout:)``, reads ``held`` when it re-registers, and
+/// forwards the ``AttemptEvent``s it receives (through an inproc socket to its socket thread).
+///
+/// Per attempt, the sink receives `started` when it begins executing, any `progress`, then exactly one
+/// `finished` — also for an attempt cancelled before it started (no `started` then). An attempt is
+/// ``held`` from ``run(_:)`` until its `finished` event has been delivered.
+///
+/// The first command spawned makes the process a child subreaper (`PR_SET_CHILD_SUBREAPER`), so that
+/// orphaned members of an operation's process group can be reaped by the worker.
+public final class AttemptRunner: @unchecked Sendable {
+    /// Whether ``run(_:)`` took the attempt.
+    public enum Admission: Sendable, Hashable {
+        /// Queued; it will be reported.
+        case accepted
+        /// This attempt is already held; the request is ignored (its first run will be reported).
+        case alreadyHeld
+        /// ``shutdown(handBack:timeout:)`` was called; nothing new is run or reported.
+        case shuttingDown
+    }
+
+    /// How many attempts run at once (the queue's `maxConcurrentOperationCount`).
+    public let slots: Int
+    /// The worker's name, used in messages.
+    public let worker: WorkerID
+    /// The handlers this worker offers.
+    public let handlers: HandlerRegistry
+
+    private let queue = OperationQueue()
+    private let sink: AttemptEventSink
+    private let condition = NSCondition()
+    private var attempts: [AttemptKey: AttemptOperation] = [:]
+    private var isShuttingDown = false
+
+    /// Creates a runner with `slots` concurrent attempts delivering its events to `events`, which must
+    /// be thread-safe.
+    public init(slots: Int, worker: WorkerID, handlers: HandlerRegistry = .withBuiltins(), events: @escaping AttemptEventSink) {
+        precondition(slots > 0, "a worker needs at least one slot, got \(slots)")
+        self.slots = slots
+        self.worker = worker
+        self.handlers = handlers
+        self.sink = events
+        queue.name = "opq-worker \(worker)"
+        queue.maxConcurrentOperationCount = slots
+    }
+
+    /// Queues one attempt and returns at once.
+    @discardableResult
+    public func run(_ request: RunRequest) -> Admission {
+        let operation = makeOperation(request)
+        operation.name = request.name
+        if let timeout = request.timeout, timeout > 0 { operation.timeout = timeout }
+        operation.sink = { [weak self] event in self?.deliver(event) ?? () }
+        let admission: Admission = condition.withLock {
+            if isShuttingDown { return .shuttingDown }
+            if attempts[request.key] != nil { return .alreadyHeld }
+            attempts[request.key] = operation
+            return .accepted
+        }
+        if admission == .accepted { queue.addOperation(operation) }
+        return admission
+    }
+
+    /// Cancels a held attempt (SIGTERM/SIGKILL for commands, `isCancelled` for handlers); returns false
+    /// if it is not held (unknown, or already reported).
+    @discardableResult
+    public func cancel(_ operation: OperationID, attempt: Int) -> Bool {
+        guard let held = condition.withLock({ attempts[AttemptKey(operation, attempt: attempt)] }) else { return false }
+        held.stop(.cancel)
+        return true
+    }
+
+    /// The attempts queued or running and not yet reported, in order: what a reconnecting worker tells
+    /// the coordinator it still holds.
+    public var held: [AttemptKey] { condition.withLock { attempts.keys.sorted() } }
+
+    /// Stops taking attempts and winds down; safe to call more than once.
+    ///
+    /// - `handBack: false`: attempts that have not started are handed back at once; running ones finish.
+    /// - `handBack: true`: every attempt is stopped (commands killed) and handed back.
+    ///
+    /// Handed-back attempts are reported with `handedBack = true`. Blocks until every held attempt is
+    /// reported or `timeout` seconds pass; returns whether all were.
+    @discardableResult
+    public func shutdown(handBack: Bool, timeout: Double? = nil) -> Bool {
+        let operations = condition.withLock {
+            isShuttingDown = true
+            return Array(attempts.values)
+        }
+        for operation in operations {
+            if handBack {
+                operation.stop(.handBack)
+            } else {
+                _ = operation.stop(.handBack, onlyIfWaiting: true)
+            }
+        }
+        let deadline = timeout.map { Date(timeIntervalSinceNow: $0) } ?? .distantFuture
+        return condition.withLock {
+            while !attempts.isEmpty {
+                if !condition.wait(until: deadline) { return attempts.isEmpty }
+            }
+            return true
+        }
+    }
+
+    private func deliver(_ event: AttemptEvent) {
+        sink(event)
+        if case .finished(let completion) = event {
+            condition.withLock {
+                attempts[completion.key] = nil
+                condition.broadcast()
+            }
+        }
+    }
+
+    private func makeOperation(_ request: RunRequest) -> AttemptOperation {
+        switch request.work {
+        case .empty:
+            return AttemptOperation(key: request.key)
+        case .command(let command):
+            return CommandOperation(key: request.key, commands: [command], qualityOfService: request.qualityOfService,
+                                    killGracePeriod: request.killGracePeriod)
+        case .commands(let commands):
+            return CommandOperation(key: request.key, commands: commands, qualityOfService: request.qualityOfService,
+                                    killGracePeriod: request.killGracePeriod)
+        case .handler(let name, let payload):
+            let context = HandlerContext(key: request.key, operationName: request.name, handler: name,
+                                         payload: payload, qualityOfService: request.qualityOfService)
+            guard let factory = handlers.factory(for: name) else {
+                let known = handlers.names.joined(separator: ", ")
+                return FailedOperation(key: request.key, .error(
+                    "no handler '\(name)' registered on worker \(worker) (it has: \(known.isEmpty ? "none" : known))"))
+            }
+            do {
+                let operation = try factory(context)
+                guard let attempt = operation as? AttemptOperation else {
+                    return ForeignOperationAdapter(key: request.key, wrapping: operation)
+                }
+                guard attempt.key == request.key else {
+                    return FailedOperation(key: request.key, .error("handler '\(name)' made an operation for \(attempt.key), not \(request.key)"))
+                }
+                return attempt
+            } catch {
+                return FailedOperation(key: request.key, .error("handler '\(name)' rejected its payload: \(error)"))
+            }
+        }
+    }
+}
+
+/// An attempt that fails as soon as it starts, with a result decided beforehand (unknown handler, bad payload).
+final class FailedOperation: AttemptOperation, @unchecked Sendable {
+    private let result: AttemptResult
+
+    init(key: AttemptKey, _ result: AttemptResult) {
+        self.result = result
+        super.init(key: key)
+    }
+
+    override func begin() { finish(result) }
+}

@@ -1,0 +1,215 @@
+import Foundation
+import OPQCore
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A child process that leads its own process group, with its output drained and its group reaped.
+///
+/// - The leader is spawned by ``spawn(_:niceness:killGracePeriod:onEnd:)`` with `POSIX_SPAWN_SETPGROUP`,
+///   so its pid is the group id and everything it starts stays in the group unless it leaves on purpose.
+/// - stdout and stderr are pipes drained by two `DispatchSource`s into 64 KiB ``TailBuffer``s.
+/// - A dedicated thread blocks in `waitpid(-pgid)`. The worker is a child subreaper, so members orphaned
+///   by the leader's exit are re-parented to it and reaped by the same loop: when `waitpid` answers
+///   `ECHILD`, no member of the group is left, not even a zombie.
+/// - When the leader exits, whatever is left of its group gets SIGTERM, then SIGKILL after the grace
+///   period: an operation owns its process group, and nothing of it outlives the operation.
+/// - ``terminate()`` sends SIGTERM (and SIGCONT, for stopped members) to the group, then SIGKILL after the
+///   grace period if any member is still there.
+///
+/// `onEnd` is called once, when the group is reaped and both pipes are closed.
+final class ChildProcessGroup: @unchecked Sendable {
+    /// How the leader ended.
+    enum Termination: Hashable, Sendable {
+        case exited(Int32)
+        case signaled(Int32)
+    }
+
+    /// Everything known when the group is gone.
+    struct Outcome: Sendable {
+        /// How the leader ended (nil only if `waitpid` failed unexpectedly).
+        var termination: Termination?
+        /// True if we signalled the group before the leader ended (cancel, timeout, hand back).
+        var killedByUs: Bool
+        var stdout: TailBuffer
+        var stderr: TailBuffer
+    }
+
+    /// The leader's pid, which is also the process group id.
+    let pid: pid_t
+    private let killGracePeriod: Double
+    private let onEnd: @Sendable (Outcome) -> Void
+
+    private let lock = NSLock()
+    private var termination: Termination?
+    private var killedByUs = false
+    private var terminating = false
+    private var groupReaped = false
+    private var openStreams = 2
+    private var ended = false
+
+    /// Owned by `drainQueue`.
+    private let drainQueue: DispatchQueue
+    private var stdoutTail = TailBuffer()
+    private var stderrTail = TailBuffer()
+    private var sources: [DispatchSourceRead] = []
+    private var scratch = [UInt8](repeating: 0, count: 64 * 1024)
+
+    /// How long to wait for pipe EOF once the group is reaped (a process that left the group may still
+    /// hold the pipes open; its output is not waited for beyond this).
+    static let drainGraceAfterExit = 1.0
+
+    private init(pid: pid_t, killGracePeriod: Double, onEnd: @escaping @Sendable (Outcome) -> Void) {
+        self.pid = pid
+        self.killGracePeriod = killGracePeriod
+        self.onEnd = onEnd
+        self.drainQueue = DispatchQueue(label: "opq.worker.output.\(pid)")
+    }
+
+    /// Spawns `command` in a new process group with niceness at least `niceness`, and starts draining and
+    /// reaping it. Throws if the program cannot be started (not found, not executable, bad directory).
+    static func spawn(
+        _ command: Command, niceness: Int32, killGracePeriod: Double,
+        onEnd: @escaping @Sendable (Outcome) -> Void
+    ) throws(SystemError) -> ChildProcessGroup {
+        try ensureSubreaper()
+        let stdoutPipe = try Pipe.make()
+        let stderrPipe: Pipe
+        do { stderrPipe = try Pipe.make() } catch { stdoutPipe.closeBoth(); throw error }
+        let pid: pid_t
+        do throws(SystemError) {
+            pid = try NicenessLane.perform(niceness: niceness) { () throws(SystemError) -> pid_t in
+                try Spawner.spawn(command, stdout: stdoutPipe.write, stderr: stderrPipe.write)
+            }
+        } catch {
+            stdoutPipe.closeBoth()
+            stderrPipe.closeBoth()
+            throw error
+        }
+        Pipe.close(stdoutPipe.write)
+        Pipe.close(stderrPipe.write)
+        let group = ChildProcessGroup(pid: pid, killGracePeriod: killGracePeriod, onEnd: onEnd)
+        group.drainQueue.sync {
+            group.startDrain(stdoutPipe.read, isStdout: true)
+            group.startDrain(stderrPipe.read, isStdout: false)
+        }
+        let reaper = Thread { group.reapLoop() }
+        reaper.name = "opq-reap-\(pid)"
+        reaper.stackSize = 256 * 1024
+        reaper.start()
+        return group
+    }
+
+    private static let subreaper: Result<Void, SystemError> = Result { () throws(SystemError) in
+        #if os(Linux)
+        try LinuxExtensions.becomeChildSubreaper()
+        #endif
+    }
+
+    private static func ensureSubreaper() throws(SystemError) { try subreaper.get() }
+
+    /// Stops the group: SIGTERM (and SIGCONT) now, SIGKILL after the grace period if anything is left.
+    /// Safe to call more than once and after the group is gone.
+    func terminate() {
+        let proceed: Bool = lock.withLock {
+            guard !groupReaped, !terminating else { return false }
+            terminating = true
+            if termination == nil { killedByUs = true }
+            return true
+        }
+        guard proceed else { return }
+        signalGroup(SIGTERM)
+        signalGroup(SIGCONT)
+        DispatchQueue.global().asyncAfter(deadline: .now() + killGracePeriod) { [weak self] in
+            guard let self, !self.lock.withLock({ self.groupReaped }) else { return }
+            self.signalGroup(SIGKILL)
+        }
+    }
+
+    private func signalGroup(_ signal: Int32) {
+        // ESRCH: the group is already gone. EPERM (a member changed its credentials) cannot be helped here;
+        // SIGKILL after the grace period is the last resort either way.
+        _ = try? SystemCall.check("kill", tolerating: ESRCH, "process group \(pid)") { kill(-pid, signal) }
+    }
+
+    private func reapLoop() {
+        while true {
+            var status: Int32 = 0
+            let reaped: pid_t
+            do {
+                reaped = try SystemCall.check("waitpid", "process group \(pid)") { waitpid(-pid, &status, 0) }
+            } catch {
+                break  // ECHILD: no member of the group is left (any other error cannot be retried either)
+            }
+            if reaped == pid { leaderExited(status) }
+        }
+        lock.withLock { groupReaped = true }
+        drainQueue.asyncAfter(deadline: .now() + Self.drainGraceAfterExit) { [self] in
+            streamEnded(0)
+            streamEnded(1)
+        }
+        drainQueue.async { [self] in endIfDone() }
+    }
+
+    private func leaderExited(_ status: Int32) {
+        let signal = status & 0x7f
+        let outcome: Termination = signal == 0 ? .exited((status >> 8) & 0xff) : .signaled(signal)
+        lock.withLock { termination = outcome }
+        // Members left behind (background jobs) are stopped like a cancel; ESRCH if there are none.
+        terminate()
+    }
+
+    /// Runs on `drainQueue`.
+    private func startDrain(_ fd: Int32, isStdout: Bool) {
+        _ = try? SystemCall.check("fcntl", "O_NONBLOCK") { fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) }
+        let source = DispatchSource.makeReadSource(fileDescriptor: fd, queue: drainQueue)
+        source.setEventHandler { [unowned self] in
+            if drain(fd, isStdout: isStdout) { streamEnded(isStdout ? 0 : 1) }
+        }
+        // The descriptor is closed only once Dispatch has let go of it (which can take a while on Linux,
+        // so the end of the stream is counted when EOF is read, not here).
+        source.setCancelHandler { Pipe.close(fd) }
+        sources.append(source)
+        source.resume()
+    }
+
+    /// Runs on `drainQueue`: stream 0 (stdout) or 1 (stderr) is done, at EOF or given up on.
+    private func streamEnded(_ index: Int) {
+        guard sources.indices.contains(index), !sources[index].isCancelled else { return }
+        sources[index].cancel()
+        lock.withLock { openStreams -= 1 }
+        endIfDone()
+    }
+
+    /// Reads what is available; returns true at end of file (or on an error that ends the stream).
+    private func drain(_ fd: Int32, isStdout: Bool) -> Bool {
+        while true {
+            let read = scratch.withUnsafeMutableBytes { buffer in
+                Result { () throws(SystemError) -> Int in
+                    try SystemCall.check("read", "output pipe") { Glibc.read(fd, buffer.baseAddress, buffer.count) }
+                }
+            }
+            let count: Int
+            switch read {
+            case .success(let n): count = n
+            case .failure(let error): return error.errno != EAGAIN && error.errno != EWOULDBLOCK
+            }
+            if count == 0 { return true }
+            scratch.withUnsafeBytes { bytes in
+                let chunk = UnsafeRawBufferPointer(rebasing: bytes[..<count])
+                if isStdout { stdoutTail.append(chunk) } else { stderrTail.append(chunk) }
+            }
+        }
+    }
+
+    /// Runs on `drainQueue`.
+    private func endIfDone() {
+        let outcome: (Termination?, Bool)? = lock.withLock {
+            guard groupReaped, openStreams == 0, !ended else { return nil }
+            ended = true
+            return (termination, killedByUs)
+        }
+        guard let (termination, killedByUs) = outcome else { return }
+        onEnd(Outcome(termination: termination, killedByUs: killedByUs, stdout: stdoutTail, stderr: stderrTail))
+    }
+}

@@ -1,0 +1,159 @@
+import Foundation
+import OPQCore
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// An asynchronous `Operation` that runs one or more commands as child processes, each leading its own
+/// process group (SEMANTICS §1, §5, §7).
+///
+/// - Several commands run concurrently (like `BlockOperation`'s execution blocks); the operation finishes
+///   when all have, and succeeds only if all succeed. The first command to fail decides the report.
+/// - Cancel (or timeout, or hand back) sends SIGTERM to every group, then SIGKILL after
+///   `killGracePeriod` to any group with a member left; the attempt is reported `cancelled`
+///   (`failed`/`timeout` for a timeout) once every group is reaped.
+/// - Exit 0 → `succeeded`; a non-zero exit → `failed`/`exitStatus`; a signal opq did not send →
+///   `failed`/`signal`; a program that cannot be started → `failed`/`error` with the reason in stderr.
+/// - stdout and stderr keep their last 64 KiB (per command; joined in command order, then cut to 64 KiB).
+/// - The processes get the niceness of the operation's QoS (``OPQCore/QualityOfService/niceness``).
+public final class CommandOperation: AttemptOperation, @unchecked Sendable {
+    /// The commands, run concurrently.
+    public let commands: [Command]
+    /// The niceness the processes start with.
+    public let niceness: Int32
+    /// Seconds between SIGTERM and SIGKILL.
+    public let killGracePeriod: Double
+
+    /// Told each process group id as it is spawned (tests use it to check that nothing outlives a kill).
+    var onSpawned: (@Sendable (pid_t) -> Void)?
+
+    private let lock = NSLock()
+    private var groups: [ChildProcessGroup] = []
+    private var results: [AttemptResult?]
+    private var failureOrder: [Int] = []
+    private var remaining: Int
+    private var stopping = false
+
+    /// Creates an operation running `commands` for attempt `key`.
+    public init(
+        key: AttemptKey, commands: [Command], qualityOfService: OPQCore.QualityOfService = .default,
+        timeout: Double? = nil, killGracePeriod: Double = RunRequest.defaultKillGracePeriod
+    ) {
+        self.commands = commands
+        self.niceness = qualityOfService.niceness
+        self.killGracePeriod = killGracePeriod
+        self.results = Array(repeating: nil, count: commands.count)
+        self.remaining = commands.count
+        super.init(key: key, timeout: timeout)
+    }
+
+    override public func begin() {
+        guard !commands.isEmpty else { return finish(AttemptResult(.succeeded)) }
+        for (index, command) in commands.enumerated() {
+            if lock.withLock({ stopping }) {
+                record(index, .cancelled)
+                continue
+            }
+            do throws(SystemError) {
+                let group = try ChildProcessGroup.spawn(command, niceness: niceness, killGracePeriod: killGracePeriod) {
+                    [self] outcome in record(index, Self.result(of: outcome))
+                }
+                let stopNow = lock.withLock {
+                    groups.append(group)
+                    return stopping
+                }
+                onSpawned?(group.pid)
+                if stopNow { group.terminate() }
+            } catch {
+                record(index, .error(Self.spawnFailureMessage(command, error)))
+            }
+        }
+    }
+
+    override public func stopRequested(_ cause: StopCause) {
+        let live = lock.withLock {
+            stopping = true
+            return groups
+        }
+        for group in live { group.terminate() }
+    }
+
+    private func record(_ index: Int, _ result: AttemptResult) {
+        let done: Bool = lock.withLock {
+            results[index] = result
+            if result.report.status == .failed { failureOrder.append(index) }
+            remaining -= 1
+            return remaining == 0
+        }
+        if done { finish(combined()) }
+    }
+
+    /// The operation's result: cancelled if any command was stopped by opq, else the first failure,
+    /// else success; outputs joined in command order.
+    private func combined() -> AttemptResult {
+        let (results, failures) = lock.withLock { (self.results.map { $0! }, failureOrder) }
+        var stdout = TailBuffer()
+        var stderr = TailBuffer()
+        for result in results {
+            stdout.append(result.stdout)
+            stderr.append(result.stderr)
+        }
+        var verdict: AttemptResult
+        if let stopped = results.first(where: { $0.report.status == .cancelled }) {
+            verdict = stopped
+        } else if let first = failures.first {
+            verdict = results[first]
+            if results.count > 1, let message = verdict.message {
+                verdict.message = "command \(first + 1) of \(results.count): \(message)"
+            }
+        } else {
+            verdict = AttemptResult(.succeeded)
+        }
+        verdict.stdout = stdout.bytes
+        verdict.stderr = stderr.bytes
+        return verdict
+    }
+
+    static func result(of outcome: ChildProcessGroup.Outcome) -> AttemptResult {
+        let stdout = outcome.stdout.bytes
+        let stderr = outcome.stderr.bytes
+        switch outcome.termination {
+        case nil:
+            return .error("lost track of the process (waitpid failed)", stdout: stdout, stderr: stderr)
+        case .exited(let code)?:
+            if outcome.killedByUs {
+                return AttemptResult(AttemptReport(.cancelled, reason: .cancelRequested, exitCode: code),
+                                     stdout: stdout, stderr: stderr, message: "cancelled")
+            }
+            let message = code == 0 ? nil : "exit status \(code)"
+            return AttemptResult(.exited(code), stdout: stdout, stderr: stderr, message: message)
+        case .signaled(let signal)?:
+            let report = outcome.killedByUs
+                ? AttemptReport(.cancelled, reason: .cancelRequested, signal: signal)
+                : AttemptReport(.failed, reason: .signal, signal: signal)
+            let message = outcome.killedByUs ? "cancelled" : "killed by signal \(signal) (\(signalName(signal)))"
+            return AttemptResult(report, stdout: stdout, stderr: stderr, message: message)
+        }
+    }
+
+    static func spawnFailureMessage(_ command: Command, _ error: SystemError) -> String {
+        let program = command.argv.first ?? ""
+        if let directory = command.workingDirectory, [ENOENT, ENOTDIR, EACCES].contains(error.errno) {
+            var isDirectory: ObjCBool = false
+            if !FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory) || !isDirectory.boolValue {
+                return "cannot run '\(program)': working directory '\(directory)' does not exist (\(error.call): \(error.errnoName))"
+            }
+        }
+        return "cannot run '\(program)': \(error.message) (\(error.call): \(error.errnoName))"
+    }
+
+    static func signalName(_ signal: Int32) -> String {
+        let names: [Int32: String] = [
+            SIGHUP: "SIGHUP", SIGINT: "SIGINT", SIGQUIT: "SIGQUIT", SIGILL: "SIGILL", SIGTRAP: "SIGTRAP",
+            SIGABRT: "SIGABRT", SIGBUS: "SIGBUS", SIGFPE: "SIGFPE", SIGKILL: "SIGKILL", SIGUSR1: "SIGUSR1",
+            SIGSEGV: "SIGSEGV", SIGUSR2: "SIGUSR2", SIGPIPE: "SIGPIPE", SIGALRM: "SIGALRM", SIGTERM: "SIGTERM",
+            SIGXCPU: "SIGXCPU", SIGXFSZ: "SIGXFSZ",
+        ]
+        return names[signal] ?? "signal \(signal)"
+    }
+}

@@ -1,0 +1,108 @@
+import Foundation
+import OPQCore
+
+/// What a handler is given: the attempt, the operation's name and QoS, and the payload.
+public struct HandlerContext: Sendable {
+    /// The attempt being run.
+    public var key: AttemptKey
+    /// The operation's name.
+    public var operationName: String
+    /// The handler name it was registered under.
+    public var handler: String
+    /// The payload bytes from the submission.
+    public var payload: [UInt8]
+    /// The operation's QoS.
+    public var qualityOfService: OPQCore.QualityOfService
+
+    /// Creates a context.
+    public init(key: AttemptKey, operationName: String = "", handler: String, payload: [UInt8] = [],
+                qualityOfService: OPQCore.QualityOfService = .default) {
+        self.key = key
+        self.operationName = operationName
+        self.handler = handler
+        self.payload = payload
+        self.qualityOfService = qualityOfService
+    }
+
+    /// The payload as UTF-8 text, or nil if it is not valid UTF-8.
+    public var payloadText: String? { String(validating: payload, as: UTF8.self) }
+}
+
+/// A handler's error that the user can act on; its description becomes the attempt's message.
+public struct HandlerError: Error, CustomStringConvertible, Sendable {
+    /// What went wrong.
+    public var description: String
+
+    /// Creates an error with `description`.
+    public init(_ description: String) { self.description = description }
+}
+
+/// Base class of in-process handlers: override ``execute()``, set ``result``, check `isCancelled`.
+///
+/// `execute()` runs on one of the local queue's threads and may block. Returning normally succeeds
+/// (unless the operation was cancelled meanwhile: then it is `cancelled`); throwing fails the attempt
+/// with reason `error` and the error's description as message and in stderr. A cancel sets `isCancelled`
+/// and wakes ``waitForCancellation(timeout:)``; a handler is expected to return early.
+open class HandlerOperation: AttemptOperation, @unchecked Sendable {
+    /// What the handler was given.
+    public let context: HandlerContext
+    private let resultLock = NSLock()
+    private var resultBytes: [UInt8] = []
+    private let cancelSignal = DispatchSemaphore(value: 0)
+
+    /// Creates a handler operation for `context`.
+    public init(context: HandlerContext) {
+        self.context = context
+        super.init(key: context.key)
+    }
+
+    /// The result bytes sent back with the completion (e.g. a digest). Thread-safe.
+    public var result: [UInt8] {
+        get { resultLock.withLock { resultBytes } }
+        set { resultLock.withLock { resultBytes = newValue } }
+    }
+
+    /// The handler's work. The default does nothing.
+    open func execute() throws {}
+
+    /// Forwards progress (`fraction` in 0…1) to the runner's event sink.
+    public func reportProgress(fraction: Double, message: String? = nil) {
+        emitProgress(fraction: fraction, message: message)
+    }
+
+    /// Waits until the operation is cancelled or `timeout` seconds pass; returns true if cancelled.
+    /// A cancellable replacement for `sleep`.
+    public func waitForCancellation(timeout: Double) -> Bool {
+        if isCancelled { return true }
+        _ = cancelSignal.wait(timeout: .now() + max(timeout, 0))
+        return isCancelled
+    }
+
+    /// Whether ``execute()`` runs on a thread of its own (the default) rather than on the queue's
+    /// Dispatch thread. A handler that blocks (sleeps, reads files) must not hold Dispatch threads: with
+    /// more blocked handlers than cores, the queue would wait for Dispatch to grow its pool (about a
+    /// second) before it could start anything else. Override to return false only for handlers that
+    /// return at once (`noop`), saving a thread per attempt.
+    open var executesOnOwnThread: Bool { true }
+
+    override public final func begin() {
+        guard executesOnOwnThread else { return run() }
+        let thread = Thread { [self] in run() }
+        thread.name = "opq-handler-\(context.handler)"
+        thread.start()
+    }
+
+    private func run() {
+        do {
+            try execute()
+            finish(isCancelled ? .cancelled : AttemptResult(.succeeded, result: result))
+        } catch {
+            if isCancelled { return finish(.cancelled) }
+            finish(.error("handler '\(context.handler)' failed: \(error)"))
+        }
+    }
+
+    override public final func stopRequested(_ cause: StopCause) {
+        cancelSignal.signal()
+    }
+}

@@ -1,0 +1,109 @@
+import Foundation
+import OPQCore
+#if canImport(Glibc)
+import Glibc
+#endif
+
+extension OPQCore.QualityOfService {
+    /// The CPU niceness a worker gives this QoS's processes: `userInteractive`, `userInitiated` and
+    /// `default` 0 (the worker's own), `utility` 10, `background` 19.
+    ///
+    /// Linux derives a process's best-effort I/O priority from its niceness when no I/O class was set,
+    /// so `utility` and `background` also get lower I/O priority (levels 6 and 7).
+    public var niceness: Int32 {
+        switch self {
+        case .userInteractive, .userInitiated, .default: 0
+        case .utility: 10
+        case .background: 19
+        }
+    }
+}
+
+/// A thread running at a fixed niceness that spawns child processes, so they start at that niceness.
+///
+/// On Linux, niceness belongs to a thread, and a process spawned by a thread inherits that thread's
+/// niceness from its first instruction. Spawning from a niced thread is therefore race-free, unlike
+/// `setpriority` on the child after the spawn (by then it may already have started children of its own)
+/// and cheaper than a `nice` wrapper process. There is one lane per niceness above the worker's own,
+/// created on first use and kept for the life of the process (niceness cannot be lowered back).
+final class NicenessLane: @unchecked Sendable {
+    private let condition = NSCondition()
+    private var jobs: [@Sendable () -> Void] = []
+
+    private static let lanesLock = NSLock()
+    nonisolated(unsafe) private static var lanes: [Int32: NicenessLane] = [:]
+
+    /// Runs `body` on a thread whose niceness is at least `niceness` (on the calling thread when the
+    /// worker already runs that nice) and returns its result.
+    static func perform<T: Sendable>(
+        niceness: Int32, _ body: @escaping @Sendable () throws(SystemError) -> T
+    ) throws(SystemError) -> T {
+        guard niceness > 0, niceness > currentNiceness() else { return try body() }
+        return try lane(for: niceness).run(body)
+    }
+
+    /// The lane for `niceness`, created on first use.
+    private static func lane(for niceness: Int32) throws(SystemError) -> NicenessLane {
+        lanesLock.lock()
+        defer { lanesLock.unlock() }
+        if let existing = lanes[niceness] { return existing }
+        let lane = try NicenessLane(niceness: niceness)
+        lanes[niceness] = lane
+        return lane
+    }
+
+    /// The calling thread's niceness.
+    private static func currentNiceness() -> Int32 {
+        // getpriority may legitimately return -1, so errno is cleared first; it cannot fail for `who` = 0.
+        errno = 0
+        let value = getpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0)
+        return errno == 0 ? value : 0
+    }
+
+    private init(niceness: Int32) throws(SystemError) {
+        let ready = DispatchSemaphore(value: 0)
+        let setup = SetupResult()
+        let thread = Thread { [self] in
+            // PRIO_PROCESS with who = 0 sets the calling thread's niceness on Linux.
+            do throws(SystemError) {
+                try SystemCall.check("setpriority", "niceness \(niceness)") { setpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0, niceness) }
+            } catch {
+                setup.error = error
+            }
+            ready.signal()
+            if setup.error == nil { serve() }
+        }
+        thread.name = "opq-spawn-nice-\(niceness)"
+        thread.stackSize = 256 * 1024
+        thread.start()
+        ready.wait()
+        if let error = setup.error { throw error }
+    }
+
+    private final class SetupResult: @unchecked Sendable { var error: SystemError? }
+    private final class Box<T>: @unchecked Sendable { var value: Result<T, SystemError>? }
+
+    private func run<T: Sendable>(_ body: @escaping @Sendable () throws(SystemError) -> T) throws(SystemError) -> T {
+        let done = DispatchSemaphore(value: 0)
+        let box = Box<T>()
+        condition.withLock {
+            jobs.append {
+                box.value = Result { () throws(SystemError) -> T in try body() }
+                done.signal()
+            }
+            condition.signal()
+        }
+        done.wait()
+        return try box.value!.get()
+    }
+
+    private func serve() {
+        while true {
+            let job: @Sendable () -> Void = condition.withLock {
+                while jobs.isEmpty { condition.wait() }
+                return jobs.removeFirst()
+            }
+            job()
+        }
+    }
+}

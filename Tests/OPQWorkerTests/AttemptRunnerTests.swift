@@ -1,0 +1,123 @@
+import Foundation
+import OPQCore
+import Testing
+@testable import OPQWorker
+
+@Suite("Attempt runner")
+struct AttemptRunnerTests {
+    private func key(_ id: UInt64) -> AttemptKey { AttemptKey(OperationID(id), attempt: 1) }
+
+    private func sleep(_ seconds: String, id: UInt64) -> RunRequest {
+        RunRequest(key(id), work: .handler(name: "sleep", payload: Array(seconds.utf8)))
+    }
+
+    private func index(_ log: EventLog, _ match: (AttemptEvent) -> Bool) -> Int? { log.all.firstIndex(where: match) }
+
+    @Test("with 2 slots, the third attempt starts only after one finishes")
+    func slotsLimitConcurrency() async throws {
+        let log = EventLog()
+        let runner = AttemptRunner(slots: 2, worker: "w1", events: log.sink)
+        defer { runner.shutdown(handBack: true, timeout: 5) }
+        for id in 1 ... 3 { runner.run(sleep("1000", id: UInt64(id))) }
+        #expect(await log.started(key(1)))
+        #expect(await log.started(key(2)))
+        #expect(!log.all.contains { if case .started(key(3), _) = $0 { true } else { false } })
+        runner.cancel(OperationID(1), attempt: 1)
+        #expect(await log.started(key(3)))
+        let finished1 = try #require(index(log) { if case .finished(let c) = $0 { c.key == key(1) } else { false } })
+        let started3 = try #require(index(log) { if case .started(key(3), _) = $0 { true } else { false } })
+        #expect(finished1 < started3)
+    }
+
+    @Test("held lists queued and running attempts; a duplicate run is ignored")
+    func heldAndDuplicates() async throws {
+        let log = EventLog()
+        let runner = AttemptRunner(slots: 1, worker: "w1", events: log.sink)
+        defer { runner.shutdown(handBack: true, timeout: 5) }
+        runner.run(sleep("1000", id: 2))
+        runner.run(sleep("1000", id: 1))
+        #expect(runner.run(sleep("1000", id: 2)) == .alreadyHeld)
+        #expect(runner.held == [key(1), key(2)])
+    }
+
+    @Test("cancel of a queued attempt reports it at once, never started")
+    func cancelQueued() async throws {
+        let log = EventLog()
+        let runner = AttemptRunner(slots: 1, worker: "w1", events: log.sink)
+        defer { runner.shutdown(handBack: true, timeout: 5) }
+        runner.run(sleep("1000", id: 1))
+        runner.run(sleep("1000", id: 2))
+        #expect(await log.started(key(1)))
+        runner.cancel(OperationID(2), attempt: 1)
+        let completion = try #require(await log.completion(key(2), timeout: 1))
+        #expect(completion.report.status == .cancelled)
+        #expect(completion.startedAt == nil)
+        #expect(runner.held == [key(1)])
+    }
+
+    @Test("shutdown with hand back stops everything and marks it handed back")
+    func shutdownHandBack() async throws {
+        let log = EventLog()
+        let runner = AttemptRunner(slots: 1, worker: "w1", events: log.sink)
+        runner.run(RunRequest(key(1), work: .command(Command(["sleep", "1000"])), killGracePeriod: 1))
+        runner.run(sleep("1000", id: 2))
+        #expect(await log.started(key(1)))
+        #expect(runner.shutdown(handBack: true, timeout: 5))
+        for id in [UInt64(1), 2] {
+            let completion = try #require(await log.completion(key(id), timeout: 1))
+            #expect(completion.handedBack)
+            #expect(completion.report.status == .cancelled)
+        }
+        #expect(runner.run(sleep("1", id: 3)) == .shuttingDown)
+        #expect(runner.held.isEmpty)
+    }
+
+    @Test("shutdown without hand back lets running attempts finish and hands back queued ones")
+    func shutdownDrains() async throws {
+        /// Runs until the test opens its gate.
+        final class Gated: HandlerOperation, @unchecked Sendable {
+            static let gate = DispatchSemaphore(value: 0)
+            override func execute() throws { _ = Gated.gate.wait(timeout: .now() + 10) }
+        }
+        let registry = HandlerRegistry.withBuiltins()
+        registry.register("gated") { Gated(context: $0) }
+        let log = EventLog()
+        let runner = AttemptRunner(slots: 1, worker: "w1", handlers: registry, events: log.sink)
+        runner.run(RunRequest(key(1), work: .handler(name: "gated", payload: [])))
+        runner.run(sleep("1000", id: 2))
+        #expect(await log.started(key(1)))
+        let shutdownDone = EventLog()
+        Thread {
+            let drained = runner.shutdown(handBack: false, timeout: 5)
+            shutdownDone.sink(.progress(AttemptKey(OperationID(0), attempt: drained ? 1 : 0), fraction: 1, message: nil))
+        }.start()
+        let second = try #require(await log.completion(key(2), timeout: 5))
+        #expect(second.handedBack && second.startedAt == nil)
+        #expect(runner.held == [key(1)], "the running attempt is not stopped")
+        Gated.gate.signal()
+        let first = try #require(await log.completion(key(1), timeout: 5))
+        #expect(first.report == .succeeded && !first.handedBack)
+        #expect(await shutdownDone.wait { $0.first?.key.attempt == 1 }, "shutdown returned true")
+        #expect(runner.shutdown(handBack: true, timeout: 1), "a second shutdown is harmless")
+    }
+
+    @Test("an empty operation succeeds")
+    func empty() async throws {
+        let log = EventLog()
+        let runner = AttemptRunner(slots: 1, worker: "w1", events: log.sink)
+        runner.run(RunRequest(key(1), work: .empty))
+        #expect(try #require(await log.completion(key(1))).report == .succeeded)
+    }
+
+    @Test("events of an attempt come in order: started, then finished")
+    func eventOrder() async throws {
+        let log = EventLog()
+        let runner = AttemptRunner(slots: 2, worker: "w1", events: log.sink)
+        for id in 1 ... 20 { runner.run(RunRequest(key(UInt64(id)), work: id % 2 == 0 ? .handler(name: "noop", payload: []) : .command(Command(["true"])))) }
+        #expect(await log.wait { $0.filter { if case .finished = $0 { true } else { false } }.count == 20 })
+        for id in 1 ... 20 {
+            let kinds = log.all.filter { $0.key == key(UInt64(id)) }.map { if case .started = $0 { "s" } else { "f" } }
+            #expect(kinds == ["s", "f"])
+        }
+    }
+}
