@@ -12,12 +12,18 @@ let package = Package(
         .library(name: "OPQCore", targets: ["OPQCore"]),
         .library(name: "OPQWire", targets: ["OPQWire"]),
         .library(name: "OPQWorker", targets: ["OPQWorker"]),
+        .library(name: "OPQCoordinator", targets: ["OPQCoordinator"]),
+        .library(name: "OPQClient", targets: ["OPQClient"]),
+        .executable(name: "opq-coordinator", targets: ["opq-coordinator"]),
+        .executable(name: "opq-worker", targets: ["opq-worker"]),
         .executable(name: "opq-bench", targets: ["opq-bench"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-collections", from: "1.1.0"),
         .package(url: "https://github.com/apple/swift-protobuf", from: "1.28.0"),
         .package(url: "https://github.com/apple/swift-crypto", from: "3.12.0"),
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
     ],
     targets: [
         .systemLibrary(
@@ -45,6 +51,35 @@ let package = Package(
             dependencies: [
                 "OPQCore", "OPQWire", "ZeroMQ",
                 .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .target(
+            name: "OPQCoordinator",
+            dependencies: [
+                "OPQCore", "OPQWire", "ZeroMQ",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "DequeModule", package: "swift-collections"),
+            ]
+        ),
+        .target(
+            name: "OPQClient",
+            dependencies: ["OPQCore", "OPQWire", "ZeroMQ"]
+        ),
+        .executableTarget(
+            name: "opq-coordinator",
+            dependencies: [
+                "OPQCoordinator",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .executableTarget(
+            name: "opq-worker",
+            dependencies: [
+                "OPQWorker",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
             ]
         ),
         .executableTarget(name: "opq-bench", dependencies: ["OPQCore"]),
@@ -52,5 +87,9 @@ let package = Package(
         .testTarget(name: "OPQCoreTests", dependencies: ["OPQCore"]),
         .testTarget(name: "OPQWireTests", dependencies: ["OPQWire"]),
         .testTarget(name: "OPQWorkerTests", dependencies: ["OPQWorker"]),
+        .testTarget(
+            name: "OPQEndToEndTests",
+            dependencies: ["OPQClient", "OPQCore", "OPQWire", "ZeroMQ"]
+        ),
     ]
 )

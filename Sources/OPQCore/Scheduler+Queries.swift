@@ -147,3 +147,16 @@ extension Scheduler {
             timeout: operations[index].timeout > 0 ? operations[index].timeout : nil)
     }
 }
+
+extension Scheduler {
+    /// The name of the queue of `id`, or nil if unknown. O(1).
+    public func queueName(of id: OperationID) -> String? {
+        index(of: id).map { queues[Int(operations[$0].queue)].name }
+    }
+
+    /// True while the worker behind `handle` is registered (it has not left or been lost).
+    public func isLive(_ handle: WorkerHandle) -> Bool { live(handle) != nil }
+
+    /// The worker id behind `handle` (also after it left).
+    public func workerID(of handle: WorkerHandle) -> WorkerID { workers[Int(handle.index)].id }
+}

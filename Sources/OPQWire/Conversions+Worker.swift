@@ -155,3 +155,19 @@ extension Opq_V1_OutputTail {
     /// True when the stream produced more than the tail keeps.
     public func isTruncated(in raw: [[UInt8]]) -> Bool { totalBytes > UInt64(bytes(in: raw).count) }
 }
+
+extension Opq_V1_Dispatch {
+    /// The order for an `Effect.dispatch`, from the core's hot-path details.
+    public init(_ operation: OperationID, attempt: Int, details: Scheduler.DispatchDetails, killGrace: Double) {
+        self.init()
+        self.operation = operation.rawValue
+        self.attempt = UInt32(clamping: attempt)
+        name = details.name
+        job = details.job.rawValue
+        queue = details.queue
+        work = Opq_V1_Work(details.work)
+        qos = Opq_V1_QualityOfService(details.qualityOfService)
+        if let timeout = details.timeout { timeoutSeconds = timeout }
+        killGraceSeconds = killGrace
+    }
+}

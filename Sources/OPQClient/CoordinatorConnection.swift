@@ -1,0 +1,147 @@
+import OPQCore
+import OPQWire
+import ZeroMQ
+
+/// Why a request to the coordinator did not get an answer it could use.
+public enum ClientError: Error, CustomStringConvertible {
+    /// No answer within the deadline: the coordinator is down, unreachable or overloaded.
+    case timeout(endpoint: String, seconds: Double)
+    /// The coordinator refused the request; nothing changed.
+    case refused(Opq_V1_Error)
+    /// The coordinator answered with something that is not a valid message.
+    case malformed(WireError)
+    /// The local socket failed.
+    case transport(ZMQError)
+
+    public var description: String {
+        switch self {
+        case let .timeout(endpoint, seconds):
+            "no answer from the coordinator at \(endpoint) within \(seconds) s (is opq-coordinator running?)"
+        case .refused(let error): error.message
+        case .malformed(let error): "malformed answer from the coordinator: \(error)"
+        case .transport(let error): "\(error)"
+        }
+    }
+}
+
+/// A connection to a coordinator's client endpoint: requests with replies, and watch streams.
+///
+/// A DEALER socket; requests carry increasing ids and their replies are matched by id, so stream
+/// messages that arrive in between are kept for ``nextStreamMessage(timeout:)``. Use from one thread
+/// at a time.
+public final class CoordinatorConnection {
+    /// The endpoint connected to.
+    public let endpoint: String
+    private let context: Context
+    private let ownsContext: Bool
+    private let socket: Socket
+    private var nextRequestID: UInt64 = 1
+    private var inbox: [Opq_V1_CoordinatorToClient] = []
+    private var inboxRaw: [[[UInt8]]] = []
+
+    /// Connects (lazily: ZeroMQ connects in the background; the first request waits for it).
+    public init(endpoint: String, context: Context? = nil) throws(ZMQError) {
+        self.endpoint = endpoint
+        ownsContext = context == nil
+        if let context {
+            self.context = context
+        } else {
+            self.context = try Context()
+        }
+        socket = try self.context.socket(.dealer)
+        try socket.set(.linger, 0)
+        try socket.set(.maxMessageSize, Int64(WireLimits.maxFrameBytes))
+        try socket.connect(endpoint)
+    }
+
+    deinit {
+        socket.close()
+        if ownsContext { context.close() }
+    }
+
+    /// Sends a request built by `fill` and waits up to `timeout` seconds for its reply.
+    /// - Returns: the reply (never an `error` one) and the raw frames that came with it.
+    /// - Throws: `ClientError.refused` with the coordinator's error, or a transport/timeout error.
+    @discardableResult
+    public func request(timeout: Double = 10, _ fill: (inout Opq_V1_ClientRequest) -> Void) throws(ClientError) -> (reply: Opq_V1_Reply, raw: [[UInt8]]) {
+        let id = nextRequestID
+        nextRequestID += 1
+        let message = Opq_V1_ClientRequest.request(id, fill)
+        do {
+            _ = try socket.send(try Frames.encode(message))
+        } catch let error as ZMQError {
+            throw .transport(error)
+        } catch let error as WireError {
+            throw .malformed(error)
+        } catch {
+            preconditionFailure("unexpected \(error)")
+        }
+        let deadline = ContinuousClock.now + .milliseconds(Int(timeout * 1000))
+        while true {
+            guard let (message, raw) = try receive(until: deadline) else { throw .timeout(endpoint: endpoint, seconds: timeout) }
+            if case .reply(let reply) = message.body, reply.requestID == id || reply.requestID == 0 {
+                if case .error(let error) = reply.result { throw .refused(error) }
+                return (reply, raw)
+            }
+            inbox.append(message)
+            inboxRaw.append(raw)
+        }
+    }
+
+    /// The next message of a watch stream (snapshot, events, or a late reply), waiting up to `timeout`
+    /// seconds; nil if none came.
+    public func nextStreamMessage(timeout: Double) throws(ClientError) -> Opq_V1_CoordinatorToClient? {
+        if !inbox.isEmpty {
+            inboxRaw.removeFirst()
+            return inbox.removeFirst()
+        }
+        return try receive(until: ContinuousClock.now + .milliseconds(Int(timeout * 1000)))?.message
+    }
+
+    private func receive(until deadline: ContinuousClock.Instant) throws(ClientError) -> (message: Opq_V1_CoordinatorToClient, raw: [[UInt8]])? {
+        var poller = Poller()
+        do {
+            _ = try poller.add(socket)
+            while true {
+                let left = deadline - ContinuousClock.now
+                let milliseconds = max(0, Int(left.components.seconds * 1000 + left.components.attoseconds / 1_000_000_000_000_000))
+                guard try poller.poll(timeout: milliseconds) > 0 else { return nil }
+                guard let frames = try socket.receiveMultipart(flags: .dontWait) else { continue }
+                do {
+                    let (message, raw) = try Frames.decode(frames, as: Opq_V1_CoordinatorToClient.self)
+                    return (message, raw)
+                } catch {
+                    throw ClientError.malformed(error)
+                }
+            }
+        } catch let error as ZMQError {
+            throw .transport(error)
+        } catch let error as ClientError {
+            throw error
+        } catch {
+            preconditionFailure("unexpected \(error)")
+        }
+    }
+
+    /// Submits `submission`; returns the receipt.
+    public func submit(_ submission: Submission, idempotencyKey: String = "", timeout: Double = 30) throws(ClientError) -> Opq_V1_SubmitAccepted {
+        try request(timeout: timeout) { $0.submit = Opq_V1_Submit(submission, idempotencyKey: idempotencyKey) }.reply.submitted
+    }
+
+    /// Waits until job `job` has finished (or `timeout`); returns its info.
+    public func wait(job: JobID, timeout: Double) throws(ClientError) -> Opq_V1_WaitResult {
+        try request(timeout: timeout + 5) {
+            $0.wait.job = job.rawValue
+            $0.wait.timeoutSeconds = timeout
+        }.reply.waited
+    }
+
+    /// Everything known about operation `id`, with its output tails when `includeOutput`.
+    public func operation(_ id: OperationID, includeOutput: Bool = false) throws(ClientError) -> (info: Opq_V1_OperationInfo, raw: [[UInt8]]) {
+        let (reply, raw) = try request {
+            $0.getOperation.operation = id.rawValue
+            $0.getOperation.includeOutput = includeOutput
+        }
+        return (reply.operation, raw)
+    }
+}

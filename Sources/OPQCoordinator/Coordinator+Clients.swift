@@ -1,0 +1,148 @@
+import Logging
+import OPQCore
+import OPQWire
+import ZeroMQ
+
+extension Coordinator {
+    /// One request from a client. A request that does not decode gets an error reply (request id 0 when
+    /// even that could not be read); the coordinator keeps serving everyone else.
+    func handleClientMessage(_ frames: [[UInt8]], now: Double) throws {
+        guard let identity = frames.first, !identity.isEmpty else { return }
+        let request: Opq_V1_ClientRequest
+        do {
+            (_, request, _) = try Frames.decodeRouted(frames, as: Opq_V1_ClientRequest.self)
+        } catch {
+            logger.info("malformed request from client", metadata: ["error": "\(error)"])
+            queueToClient(.reply(Coordinator.requestID(in: frames), error: Opq_V1_Error(error)), identity: identity)
+            return
+        }
+        let id = request.requestID
+        func reply(_ fill: (inout Opq_V1_Reply) -> Void) { queueToClient(.reply(id, fill), identity: identity) }
+        func refuse(_ error: RequestError) { queueToClient(.reply(id, error: Opq_V1_Error(error)), identity: identity) }
+
+        switch request.body {
+        case .submit(let submit):
+            self.submit(submit, requestID: id, identity: identity, now: now)
+        case .cancel(let cancel):
+            do {
+                let before = core.effects.count
+                try self.cancel(cancel, now: now)
+                let cancelled = core.effects[before...].flatMap { effect -> [OperationID] in
+                    if case .journal(.cancelled(let ids)) = effect { ids } else { [] }
+                }
+                reply { $0.cancelled.operations = cancelled.map(\.rawValue) }
+            } catch { refuse(error) }
+        case .setQueue(let settings):
+            let (queue, values) = settings.core
+            do {
+                try core.configure(queue: queue, values, at: now)
+                reply { $0.done = Opq_V1_Done() }
+            } catch { refuse(error) }
+        case .setPriority(let change):
+            do {
+                try core.setPriority(QueuePriority(wire: change.priority), of: OperationID(change.operation), at: now)
+                reply { $0.done = Opq_V1_Done() }
+            } catch { refuse(error) }
+        case .addDependency(let edge):
+            do {
+                let changed = try core.addDependency(OperationID(edge.operation), on: OperationID(edge.dependency), at: now)
+                reply { $0.dependency.changed = changed }
+            } catch { refuse(error) }
+        case .removeDependency(let edge):
+            do {
+                let changed = try core.removeDependency(OperationID(edge.operation), on: OperationID(edge.dependency), at: now)
+                reply { $0.dependency.changed = changed }
+            } catch { refuse(error) }
+        case .listQueues:
+            reply { $0.queues.queues = core.queueNames.map(queueInfo) }
+        case .listJobs(let list):
+            reply { $0.jobs = listJobs(list) }
+        case .getJob(let get):
+            guard let job = core.job(JobID(get.job)) else { return refuse(.unknownJob(JobID(get.job))) }
+            reply {
+                $0.job = Opq_V1_JobInfo(job)
+                if get.includeOperations { $0.job.details = job.operations.map { operationInfo($0, includeOutput: false).info } }
+            }
+        case .listOperations(let list):
+            reply { $0.operations = listOperations(list) }
+        case .getOperation(let get):
+            let operation = OperationID(get.operation)
+            guard core.operation(operation) != nil else { return refuse(.unknownOperation(operation)) }
+            let (info, raw) = operationInfo(operation, includeOutput: get.includeOutput)
+            queueToClient(.reply(id) { $0.operation = info }, raw: raw, identity: identity)
+        case .listWorkers:
+            reply { $0.workers.workers = workerInfos() }
+        case .watch(let watch):
+            self.watch(watch, requestID: id, identity: identity)
+        case .unwatch(let unwatch):
+            watchers[Watcher.Key(identity: identity, watch: unwatch.watch)] = nil
+            reply { $0.done = Opq_V1_Done() }
+        case .wait(let wait):
+            self.wait(wait, requestID: id, identity: identity, now: now)
+        case .heartbeat, nil:
+            break
+        }
+    }
+
+    /// The request id of an undecodable request, if its bytes got that far (else 0).
+    static func requestID(in frames: [[UInt8]]) -> UInt64 {
+        guard frames.count >= 3, let request = try? Opq_V1_ClientRequest(serializedBytes: frames[2], partial: true) else { return 0 }
+        return request.requestID
+    }
+
+    private func submit(_ submit: Opq_V1_Submit, requestID: UInt64, identity: [UInt8], now: Double) {
+        let key = submit.idempotencyKey
+        if !key.isEmpty, let receipt = receipts[key] {
+            queueToClient(.reply(requestID) { $0.submitted = Opq_V1_SubmitAccepted(receipt, duplicate: true) }, identity: identity)
+            return
+        }
+        do {
+            let receipt = try core.submit(Submission(submit), at: now)
+            if !key.isEmpty { receipts[key] = receipt }
+            logger.info("job accepted", metadata: ["job.id": "\(receipt.job)", "operations": "\(receipt.operations.count)"])
+            queueToClient(.reply(requestID) { $0.submitted = Opq_V1_SubmitAccepted(receipt) }, identity: identity)
+        } catch {
+            logger.info("submission refused", metadata: ["error": "\(error)"])
+            queueToClient(.reply(requestID, error: Opq_V1_Error(error)), identity: identity)
+        }
+    }
+
+    private func cancel(_ cancel: Opq_V1_Cancel, now: Double) throws(RequestError) {
+        switch cancel.target {
+        case .operation(let id): try core.cancel(OperationID(id), at: now)
+        case .job(let id): try core.cancel(job: JobID(id), at: now)
+        case .queue(let name): try core.cancelAll(inQueue: name.isEmpty ? "default" : name, at: now)
+        case .all: for queue in core.queueNames { try core.cancelAll(inQueue: queue, at: now) }
+        case nil: break
+        }
+    }
+
+    private func wait(_ wait: Opq_V1_Wait, requestID: UInt64, identity: [UInt8], now: Double) {
+        let target: Waiter.Target
+        switch wait.target {
+        case .operation(let id):
+            guard core.operation(OperationID(id)) != nil else {
+                return queueToClient(.reply(requestID, error: Opq_V1_Error(RequestError.unknownOperation(OperationID(id)))), identity: identity)
+            }
+            target = .operation(OperationID(id))
+        case .job(let id):
+            guard core.job(JobID(id)) != nil else {
+                return queueToClient(.reply(requestID, error: Opq_V1_Error(RequestError.unknownJob(JobID(id)))), identity: identity)
+            }
+            target = .job(JobID(id))
+        case .queue(let name):
+            target = .queue(name.isEmpty ? "default" : name)
+        case nil:
+            return
+        }
+        let waiter = Waiter(identity: identity, requestID: requestID, target: target,
+                            deadline: wait.hasTimeoutSeconds ? now + wait.timeoutSeconds : nil)
+        // Whatever this turn changed must count, so a wait never misses a finish that already happened.
+        absorbEffects()
+        if isSatisfied(target) {
+            queueToClient(waitReply(waiter, timedOut: false), identity: identity)
+        } else {
+            waiters.append(waiter)
+        }
+    }
+}

@@ -1,0 +1,150 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Logging
+import OPQCore
+import OPQWire
+import ZeroMQ
+
+/// The coordinator: one event-loop thread that owns both ROUTER sockets and the scheduling core
+/// (DESIGN.md "Coordinator loop"). Each turn: poll (timeout = the next deadline) → drain messages →
+/// feed the core → carry out its effects → send. Sends never block (`DONTWAIT`); a worker that cannot
+/// take a message is treated as lost.
+///
+/// Only ``run()``'s thread touches the sockets and the core; ``stop()`` may be called from any thread.
+public final class Coordinator: @unchecked Sendable {
+    let configuration: CoordinatorConfiguration
+    let logger: Logger
+    let context: Context
+    let workersSocket: Socket
+    let clientsSocket: Socket
+    /// The endpoint workers connect to, as bound (a `*` port resolved).
+    public let workersEndpoint: String
+    /// The endpoint clients connect to, as bound.
+    public let clientsEndpoint: String
+
+    var core: Scheduler
+    let clock = MonotonicClock()
+    var effects: [Effect] = []
+    /// Registered workers by id (= routing id).
+    var sessions: [WorkerID: WorkerSession] = [:]
+    /// Orders to send each worker at the end of the turn.
+    var orders: [WorkerID: [Opq_V1_Order]] = [:]
+    /// Messages to send workers (Welcome, Disconnect, heartbeats) at the end of the turn.
+    var workerOutbox: [(WorkerID, Opq_V1_CoordinatorToWorker)] = []
+    /// Messages to send clients at the end of the turn, after the turn's effects are carried out.
+    var clientOutbox: [[[UInt8]]] = []
+    var events: EventLog
+    var watchers: [Watcher.Key: Watcher] = [:]
+    var waiters: [Waiter] = []
+    var outputs: OutputStore
+    /// Receipts of submissions that carried an idempotency key.
+    var receipts: [String: SubmissionReceipt] = [:]
+    /// True when something finished this turn (waiters need a look).
+    var somethingFinished = false
+    /// Identifies this coordinator instance to workers.
+    let instanceID: String
+
+    private let wakeRead: Int32
+    private let wakeWrite: Int32
+
+    /// Binds both endpoints. Fails with a clear error for a non-loopback address or an endpoint in use.
+    public init(configuration: CoordinatorConfiguration, logger: Logger) throws {
+        try EndpointPolicy.checkLoopback(configuration.workersEndpoint)
+        try EndpointPolicy.checkLoopback(configuration.clientsEndpoint)
+        self.configuration = configuration
+        self.logger = logger
+        var coreConfiguration = Scheduler.Configuration()
+        coreConfiguration.workerTimeout = configuration.heartbeatInterval * Double(configuration.liveness)
+        core = Scheduler(configuration: coreConfiguration)
+        events = EventLog(capacity: configuration.eventHistory)
+        outputs = OutputStore(budget: configuration.outputBudget)
+        instanceID = "\(getpid())-\(UInt64(MonotonicClock().now() * 1000))"
+
+        context = try Context()
+        workersSocket = try context.socket(.router)
+        clientsSocket = try context.socket(.router)
+        for socket in [workersSocket, clientsSocket] {
+            try socket.set(.routerMandatory, true)
+            try socket.set(.maxMessageSize, Int64(WireLimits.maxFrameBytes))
+            try socket.set(.linger, 0)
+        }
+        try workersSocket.set(.routerHandover, true)
+        // Clients come and go: ZMTP heartbeats let the socket notice a vanished watcher.
+        try clientsSocket.set(.heartbeatInterval, 1_000)
+        try clientsSocket.set(.heartbeatTimeout, 5_000)
+        workersEndpoint = try workersSocket.bind(configuration.workersEndpoint)
+        clientsEndpoint = try clientsSocket.bind(configuration.clientsEndpoint)
+
+        var fds: [Int32] = [0, 0]
+        guard pipe(&fds) == 0 else { throw EndpointError(description: "pipe() failed: errno \(errno)") }
+        wakeRead = fds[0]
+        wakeWrite = fds[1]
+        _ = fcntl(wakeRead, F_SETFL, fcntl(wakeRead, F_GETFL) | O_NONBLOCK)
+        _ = fcntl(wakeWrite, F_SETFL, fcntl(wakeWrite, F_GETFL) | O_NONBLOCK)
+    }
+
+    deinit {
+        close(wakeRead)
+        close(wakeWrite)
+        context.close()
+    }
+
+    /// Asks the loop to shut down; safe from any thread and from signal handlers, and safe twice.
+    public func stop() {
+        var byte: UInt8 = 1
+        _ = write(wakeWrite, &byte, 1)
+    }
+
+    /// Runs the event loop until ``stop()``; then tells the workers and closes the sockets.
+    public func run() throws {
+        var poller = Poller()
+        let workers = try poller.add(workersSocket)
+        let clients = try poller.add(clientsSocket)
+        let wake = poller.add(fileDescriptor: wakeRead)
+        logger.info("coordinator listening", metadata: ["workers": "\(workersEndpoint)", "clients": "\(clientsEndpoint)"])
+        while true {
+            try poller.poll(timeout: pollTimeout())
+            let now = clock.now()
+            if poller.isReadable(wake) { break }
+            if poller.isReadable(workers) { try drain(workersSocket, now: now, handle: handleWorkerMessage) }
+            if poller.isReadable(clients) { try drain(clientsSocket, now: now, handle: handleClientMessage) }
+            core.tick(at: now)
+            dropLostSessions()
+            sendHeartbeats(now: now)
+            expireWaiters(now: now)
+            try flush(now: now)
+        }
+        shutdown()
+    }
+
+    /// Handles up to `messagesPerTurn` messages waiting on `socket`.
+    private func drain(_ socket: Socket, now: Double, handle: ([[UInt8]], Double) throws -> Void) throws {
+        for _ in 0..<configuration.messagesPerTurn {
+            guard let frames = try socket.receiveMultipart(flags: .dontWait) else { return }
+            try handle(frames, now)
+        }
+    }
+
+    /// Milliseconds until the next deadline: the core's, a heartbeat, or a waiter's timeout.
+    private func pollTimeout() -> Int {
+        let now = clock.now()
+        var deadline = now + configuration.heartbeatInterval
+        if let next = core.nextDeadline { deadline = min(deadline, next) }
+        for session in sessions.values { deadline = min(deadline, session.lastSent + configuration.heartbeatInterval) }
+        for waiter in waiters { if let timeout = waiter.deadline { deadline = min(deadline, timeout) } }
+        return max(0, Int(((deadline - now) * 1000).rounded(.up)))
+    }
+
+    private func shutdown() {
+        logger.info("coordinator shutting down", metadata: ["workers": "\(sessions.count)"])
+        for session in sessions.values {
+            var message = Opq_V1_CoordinatorToWorker()
+            message.disconnect.reason = "coordinator shutting down"
+            message.disconnect.code = .internal
+            send(message, to: session.id)
+        }
+        workersSocket.close()
+        clientsSocket.close()
+    }
+}

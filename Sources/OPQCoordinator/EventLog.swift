@@ -1,0 +1,72 @@
+import DequeModule
+import OPQCore
+import OPQWire
+
+/// The coordinator's numbered event history (Clone pattern): every event gets the next global sequence
+/// number; the most recent ones are kept so a watcher that saw a gap can resume without a snapshot.
+struct EventLog {
+    /// Sequence of the last event appended (0 = none yet).
+    private(set) var lastSequence: UInt64 = 0
+    /// Recent events, oldest first.
+    private var recent = Deque<Opq_V1_Event>()
+    /// How many events are kept.
+    let capacity: Int
+
+    init(capacity: Int) { self.capacity = max(1, capacity) }
+
+    /// Numbers and keeps `fill`'s event; returns it.
+    mutating func append(_ fill: (inout Opq_V1_Event) -> Void) -> Opq_V1_Event {
+        lastSequence += 1
+        var event = Opq_V1_Event()
+        event.sequence = lastSequence
+        fill(&event)
+        recent.append(event)
+        if recent.count > capacity { recent.removeFirst() }
+        return event
+    }
+
+    /// The kept events after `sequence`, or nil when some of them are no longer kept.
+    func events(after sequence: UInt64) -> [Opq_V1_Event]? {
+        guard sequence <= lastSequence else { return nil }
+        if sequence == lastSequence { return [] }
+        guard let first = recent.first, first.sequence <= sequence + 1 else { return nil }
+        let start = Int(sequence + 1 - first.sequence)
+        return Array(recent[start...])
+    }
+}
+
+/// One client's event stream.
+struct Watcher {
+    /// What the stream covers.
+    enum Scope: Hashable {
+        case job(JobID)
+        case queue(String)
+        case all
+    }
+
+    /// The client's routing identity.
+    let identity: [UInt8]
+    /// The Watch request's id, naming the stream.
+    let watch: UInt64
+    let scope: Scope
+    /// Sequence of the last thing sent on the stream.
+    var previous: UInt64
+    /// Events to send at the end of this turn.
+    var pending: [Opq_V1_Event] = []
+
+    struct Key: Hashable {
+        let identity: [UInt8]
+        let watch: UInt64
+    }
+
+    var key: Key { Key(identity: identity, watch: watch) }
+
+    /// Whether an event of operation `job`/`queue` (or of a whole job) belongs on this stream.
+    func covers(job: JobID, queue: () -> String?) -> Bool {
+        switch scope {
+        case .all: true
+        case .job(let watched): watched == job
+        case .queue(let name): queue() == name
+        }
+    }
+}

@@ -1,0 +1,85 @@
+import ArgumentParser
+import Dispatch
+import Foundation
+import Logging
+import OPQCoordinator
+
+/// `opq-coordinator`: holds the dependency graph and the queues, and dispatches to workers.
+@main
+struct OPQCoordinatorCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "opq-coordinator",
+        abstract: "Hold opq's dependency graph and priority queues; dispatch ready operations to workers.",
+        discussion: """
+            Workers (opq-worker) connect to the workers endpoint; the opq command line and OPQClient programs \
+            connect to the clients endpoint. Both bind loopback by default: opq runs commands, so an open \
+            port is remote code execution. Non-loopback addresses are refused.
+
+            Examples:
+              opq-coordinator
+              opq-coordinator --workers-endpoint tcp://127.0.0.1:7130 --clients-endpoint tcp://127.0.0.1:7131
+              opq-coordinator --workers-endpoint ipc:///tmp/opq/workers --clients-endpoint ipc:///tmp/opq/clients
+              opq-coordinator --workers-endpoint 'tcp://127.0.0.1:*'     # any free port; printed at start
+
+            On start it prints one line, "opq-coordinator workers=ENDPOINT clients=ENDPOINT", with the \
+            endpoints as bound. SIGINT or SIGTERM shuts it down (workers are told); a second signal is harmless.
+            """)
+
+    @Option(help: "Endpoint workers connect to (tcp://127.0.0.1:PORT or ipc://PATH).")
+    var workersEndpoint = "tcp://127.0.0.1:\(CoordinatorConfiguration.defaultWorkersPort)"
+
+    @Option(help: "Endpoint clients (opq, OPQClient) connect to.")
+    var clientsEndpoint = "tcp://127.0.0.1:\(CoordinatorConfiguration.defaultClientsPort)"
+
+    @Option(help: "Heartbeat interval in seconds, both ways.")
+    var heartbeat = 1.0
+
+    @Option(help: "Missed heartbeats before a worker is declared lost.")
+    var liveness = 3
+
+    @Option(help: "Seconds between SIGTERM and SIGKILL when an operation is cancelled or times out.")
+    var killGrace = 10.0
+
+    @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.")
+    var logLevel: String = "info"
+
+    func validate() throws {
+        guard heartbeat > 0 else { throw ValidationError("--heartbeat must be positive") }
+        guard liveness >= 1 else { throw ValidationError("--liveness must be at least 1") }
+        guard killGrace >= 0 else { throw ValidationError("--kill-grace must not be negative") }
+        guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("unknown --log-level '\(logLevel)'") }
+    }
+
+    func run() throws {
+        let level = Logger.Level(rawValue: logLevel)!
+        LoggingSystem.bootstrap { label in
+            var handler = StreamLogHandler.standardError(label: label)
+            handler.logLevel = level
+            return handler
+        }
+        var configuration = CoordinatorConfiguration()
+        configuration.workersEndpoint = workersEndpoint
+        configuration.clientsEndpoint = clientsEndpoint
+        configuration.heartbeatInterval = heartbeat
+        configuration.liveness = liveness
+        configuration.killGrace = killGrace
+        let coordinator: Coordinator
+        do {
+            coordinator = try Coordinator(configuration: configuration, logger: Logger(label: "opq.coordinator"))
+        } catch {
+            FileHandle.standardError.write(Data("opq-coordinator: \(error)\n".utf8))
+            throw ExitCode(2)
+        }
+        FileHandle.standardOutput.write(Data("opq-coordinator workers=\(coordinator.workersEndpoint) clients=\(coordinator.clientsEndpoint)\n".utf8))
+        FileHandle.standardOutput.synchronizeFile()
+        let signals = [SIGINT, SIGTERM].map { number in
+            signal(number, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+            source.setEventHandler { coordinator.stop() }
+            source.resume()
+            return source
+        }
+        try coordinator.run()
+        withExtendedLifetime(signals) {}
+    }
+}
