@@ -23,9 +23,9 @@ struct OperationRecord {
     /// What it does.
     var work: Work
     /// Operations it depends on (explicit and barrier edges), in the order they were added.
-    var dependencies: [Edge] = []
+    var dependencies = EdgeList()
     /// Operations that depend on it.
-    var dependants: [Edge] = []
+    var dependants = EdgeList()
     /// FIFO key within a priority level: submission order; renewed when the priority changes.
     var sequence: UInt64
     /// Seconds an attempt may execute; 0 = no limit.
@@ -182,5 +182,74 @@ struct TimerEntry: Comparable {
 
     static func < (lhs: TimerEntry, rhs: TimerEntry) -> Bool {
         (lhs.deadline, lhs.index, lhs.kind.rawValue) < (rhs.deadline, rhs.index, rhs.kind.rawValue)
+    }
+}
+
+/// A list of edges that stores a single edge inline: most operations have zero or one dependency and
+/// zero or one dependant, and a chain of a million operations then allocates nothing per edge.
+enum EdgeList: Sequence {
+    case none
+    case one(Edge)
+    case many([Edge])
+
+    init() { self = .none }
+
+    var count: Int {
+        switch self {
+        case .none: 0
+        case .one: 1
+        case .many(let edges): edges.count
+        }
+    }
+
+    mutating func append(_ edge: Edge) {
+        switch self {
+        case .none: self = .one(edge)
+        case .one(let first): self = .many([first, edge])
+        case .many(var edges):
+            self = .none  // keep the array uniquely referenced while appending
+            edges.append(edge)
+            self = .many(edges)
+        }
+    }
+
+    /// Removes the first occurrence of `edge`; returns whether there was one.
+    @discardableResult
+    mutating func removeFirst(_ edge: Edge) -> Bool {
+        switch self {
+        case .none: return false
+        case .one(let only):
+            guard only == edge else { return false }
+            self = .none
+            return true
+        case .many(var edges):
+            guard let position = edges.firstIndex(of: edge) else { return false }
+            self = .none
+            edges.remove(at: position)
+            self = edges.isEmpty ? .none : edges.count == 1 ? .one(edges[0]) : .many(edges)
+            return true
+        }
+    }
+
+    /// Iterates without allocating for the inline cases.
+    struct Iterator: IteratorProtocol {
+        var single: Edge?
+        var rest: IndexingIterator<[Edge]>?
+
+        mutating func next() -> Edge? {
+            if let edge = single {
+                single = nil
+                return edge
+            }
+            return rest?.next()
+        }
+    }
+
+    func makeIterator() -> Iterator {
+        switch self {
+        case .none: Iterator(single: nil, rest: nil)
+        case .one(let edge): Iterator(single: edge, rest: nil)
+        case .many(let edges): Iterator(single: nil, rest: edges.makeIterator())
+        }
     }
 }

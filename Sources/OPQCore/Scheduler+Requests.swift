@@ -162,10 +162,10 @@ extension Scheduler {
         guard let index = index(of: operation) else { throw .unknownOperation(operation) }
         guard let target = self.index(of: dependency) else { throw .unknownOperation(dependency) }
         let edge = Edge(target, implicit: false)
-        guard let position = operations[index].dependencies.firstIndex(of: edge) else { return false }
+        guard operations[index].dependencies.contains(edge) else { return false }
         effects.append(.journal(.dependency(operation, on: dependency, added: false)))
-        operations[index].dependencies.remove(at: position)
-        operations[target].dependants.remove(at: operations[target].dependants.firstIndex(of: Edge(index, implicit: false))!)
+        operations[index].dependencies.removeFirst(edge)
+        operations[target].dependants.removeFirst(Edge(index, implicit: false))
         if operations[target].state != .finished, operations[index].state == .pending {
             operations[index].unfinishedDependencies -= 1
             if operations[index].unfinishedDependencies == 0, !operations[index].isWaitingForRetry, !operations[index].isCancelled {

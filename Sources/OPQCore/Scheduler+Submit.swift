@@ -1,13 +1,37 @@
 /// Submissions: validation first, then an atomic apply (SEMANTICS §3, §4.4, §6, §9).
 extension Scheduler {
+    /// Rows of operation indexes stored flat (one allocation for a whole batch, not one per operation).
+    struct IndexRows {
+        private var values: [Int] = []
+        /// `starts[k]..<starts[k + 1]` is row k; empty when every row is empty.
+        private var starts: [Int] = []
+
+        /// Appends the next row.
+        mutating func append(_ row: [Int], rowIndex: Int) {
+            if starts.isEmpty {
+                guard !row.isEmpty else { return }
+                starts = [Int](repeating: 0, count: rowIndex + 1)
+            }
+            values.append(contentsOf: row)
+            starts.append(values.count)
+        }
+
+        /// Row `k` (empty if never appended).
+        subscript(k: Int) -> ArraySlice<Int> {
+            k + 1 < starts.count ? values[starts[k]..<starts[k + 1]] : []
+        }
+
+        var isEmpty: Bool { values.isEmpty }
+    }
+
     /// A validated submission: every reference resolved to a global operation index.
     struct SubmissionPlan {
         /// Index the batch's first operation will get.
         let base: Int
         /// Explicit dependencies per batch operation, deduplicated, as global indexes.
-        var explicit: [[Int]]
+        var explicit = IndexRows()
         /// Barrier dependencies per batch operation, as global indexes.
-        var implicit: [[Int]]
+        var implicit = IndexRows()
     }
 
     /// Accepts a submission whole, or refuses it whole.
@@ -32,7 +56,7 @@ extension Scheduler {
             if let max = settings.maxConcurrent, max < -1 { throw .invalidMaxConcurrent(queue: queue, value: max) }
         }
 
-        var byName: [String: Int] = [:]
+        var byName = [String: Int](minimumCapacity: specs.count)
         for (k, spec) in specs.enumerated() {
             try Scheduler.validateFields(spec, index: k)
             guard !spec.name.isEmpty else { continue }
@@ -41,8 +65,7 @@ extension Scheduler {
         }
 
         let base = operations.count
-        var plan = SubmissionPlan(base: base, explicit: [], implicit: [])
-        plan.explicit.reserveCapacity(specs.count)
+        var plan = SubmissionPlan(base: base)
         var hasBatchEdges = false
         for (k, spec) in specs.enumerated() {
             var targets: [Int] = []
@@ -67,10 +90,10 @@ extension Scheduler {
                 if isNew { targets.append(target) }
                 if target >= base { hasBatchEdges = true }
             }
-            plan.explicit.append(targets)
+            plan.explicit.append(targets, rowIndex: k)
         }
-        plan.implicit = barrierDependencies(of: specs, base: base)
-        hasBatchEdges = hasBatchEdges || plan.implicit.contains { !$0.isEmpty }
+        for (k, row) in barrierDependencies(of: specs, base: base).enumerated() { plan.implicit.append(row, rowIndex: k) }
+        hasBatchEdges = hasBatchEdges || !plan.implicit.isEmpty
         if hasBatchEdges, let cycle = Scheduler.findCycle(plan, count: specs.count) {
             throw .cycle(cycle.map { specs[$0].name.isEmpty ? "#\($0 + 1)" : specs[$0].name })
         }
@@ -127,19 +150,25 @@ extension Scheduler {
     /// Existing operations never depend on new ones, so only the batch needs searching.
     static func findCycle(_ plan: SubmissionPlan, count: Int) -> [Int]? {
         // Kahn's algorithm over the batch: what is left over lies on or behind a cycle.
+        // Dependants of each batch operation, stored flat (counting sort by target).
         var indegree = [Int](repeating: 0, count: count)
-        var dependants = [[Int]](repeating: [], count: count)
+        var firstDependant = [Int](repeating: 0, count: count + 1)
         for k in 0..<count {
-            for target in plan.explicit[k] + plan.implicit[k] where target >= plan.base {
-                indegree[k] += 1
-                dependants[target - plan.base].append(k)
-            }
+            for target in plan.explicit[k] where target >= plan.base { indegree[k] += 1; firstDependant[target - plan.base + 1] += 1 }
+            for target in plan.implicit[k] where target >= plan.base { indegree[k] += 1; firstDependant[target - plan.base + 1] += 1 }
+        }
+        for k in 0..<count { firstDependant[k + 1] += firstDependant[k] }
+        var fill = firstDependant
+        var dependants = [Int](repeating: 0, count: firstDependant[count])
+        for k in 0..<count {
+            for target in plan.explicit[k] where target >= plan.base { dependants[fill[target - plan.base]] = k; fill[target - plan.base] += 1 }
+            for target in plan.implicit[k] where target >= plan.base { dependants[fill[target - plan.base]] = k; fill[target - plan.base] += 1 }
         }
         var stack = (0..<count).filter { indegree[$0] == 0 }
         var done = 0
         while let k = stack.popLast() {
             done += 1
-            for d in dependants[k] {
+            for d in dependants[firstDependant[k]..<firstDependant[k + 1]] {
                 indegree[d] -= 1
                 if indegree[d] == 0 { stack.append(d) }
             }
@@ -152,7 +181,7 @@ extension Scheduler {
         while position[k] == nil {
             position[k] = path.count
             path.append(k)
-            let next = (plan.explicit[k] + plan.implicit[k]).first { $0 >= plan.base && indegree[$0 - plan.base] > 0 }!
+            let next = (Array(plan.explicit[k]) + plan.implicit[k]).first { $0 >= plan.base && indegree[$0 - plan.base] > 0 }!
             k = next - plan.base
         }
         return Array(path[position[k]!...])
