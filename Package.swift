@@ -24,6 +24,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-crypto", from: "3.12.0"),
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
         .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
+        .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift", from: "0.2.0"),
     ],
     targets: [
         .systemLibrary(
@@ -82,7 +83,13 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
-        .executableTarget(name: "opq-bench", dependencies: ["OPQCore"]),
+        .executableTarget(
+            name: "opq-bench",
+            dependencies: [
+                "OPQClient", "OPQWire", "OPQCore",
+                .product(name: "Histogram", package: "hdrhistogram-swift"),
+            ]
+        ),
         .testTarget(name: "ZeroMQTests", dependencies: ["ZeroMQ"]),
         .testTarget(name: "OPQCoreTests", dependencies: ["OPQCore"]),
         .testTarget(name: "OPQWireTests", dependencies: ["OPQWire"]),

@@ -185,7 +185,7 @@ open class AttemptOperation: Operation, @unchecked Sendable {
             switch cause {
             case .timeout?:
                 result.report = AttemptReport(.failed, reason: .timeout, exitCode: result.report.exitCode, signal: result.report.signal)
-                result.message = "timed out after \(timeout ?? 0) s"
+                result.message = timeout.map { "timed out after \($0) s" } ?? "timed out"
             case .handBack?:
                 handedBack = true
                 result.message = "handed back: the worker is shutting down"

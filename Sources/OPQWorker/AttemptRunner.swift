@@ -71,8 +71,16 @@ public final class AttemptRunner: @unchecked Sendable {
     /// if it is not held (unknown, or already reported).
     @discardableResult
     public func cancel(_ operation: OperationID, attempt: Int) -> Bool {
+        stop(operation, attempt: attempt, cause: .cancel)
+    }
+
+    /// Stops a held attempt for `cause`: `.cancel` reports it `cancelled`, `.timeout` reports it
+    /// `failed`/`timeout` (the coordinator's timeout kill), `.handBack` reports it handed back. Returns
+    /// false if it is not held. The first cause given to an attempt wins.
+    @discardableResult
+    public func stop(_ operation: OperationID, attempt: Int, cause: StopCause) -> Bool {
         guard let held = condition.withLock({ attempts[AttemptKey(operation, attempt: attempt)] }) else { return false }
-        held.stop(.cancel)
+        held.stop(cause)
         return true
     }
 

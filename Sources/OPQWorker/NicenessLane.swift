@@ -33,13 +33,13 @@ final class NicenessLane: @unchecked Sendable {
     private static let lanesLock = NSLock()
     nonisolated(unsafe) private static var lanes: [Int32: NicenessLane] = [:]
 
-    /// Runs `body` on a thread whose niceness is at least `niceness` (on the calling thread when the
-    /// worker already runs that nice) and returns its result.
+    /// Runs `body` on a long-lived thread whose niceness is at least `niceness` and returns its result.
     static func perform<T: Sendable>(
         niceness: Int32, _ body: @escaping @Sendable () throws(SystemError) -> T
     ) throws(SystemError) -> T {
-        guard niceness > 0, niceness > currentNiceness() else { return try body() }
-        return try lane(for: niceness).run(body)
+        // Always a lane, also at the worker's own niceness: a child's parent-death signal follows the
+        // thread that spawned it, so spawns must come from threads that live as long as the worker.
+        return try lane(for: max(niceness, currentNiceness())).run(body)
     }
 
     /// The lane for `niceness`, created on first use.

@@ -67,13 +67,46 @@ enum Spawner {
 
         var environment = ProcessInfo.processInfo.environment
         environment.merge(command.environment) { _, added in added }
-        let argv = CStringArray(command.argv)
+        var arguments = command.argv
+        var executable = program
+        if let wrapper = Spawner.deathSignalWrapper {
+            // The child dies with the worker (SIGKILL on the parent's death), so a worker killed with -9
+            // leaves no command running on to completion behind the coordinator's back.
+            let resolved = try Spawner.resolve(program)
+            arguments = [wrapper, "--pdeathsig", "KILL", "--", resolved] + arguments.dropFirst()
+            executable = wrapper
+        }
+        let argv = CStringArray(arguments)
         let envp = CStringArray(environment.map { "\($0.key)=\($0.value)" })
         var pid: pid_t = 0
         try SystemCall.checkReturned("posix_spawnp", "running '\(program)'") {
-            posix_spawnp(&pid, program, &actions, &attributes, argv.pointers, envp.pointers)
+            posix_spawnp(&pid, executable, &actions, &attributes, argv.pointers, envp.pointers)
         }
         return pid
+    }
+}
+
+extension Spawner {
+    /// util-linux's `setpriv`, which sets the parent-death signal and then execs the command; nil when absent.
+    static let deathSignalWrapper: String? = access("/usr/bin/setpriv", X_OK) == 0 ? "/usr/bin/setpriv" : nil
+
+    /// `program` as an executable path: looked up in the worker's `PATH` unless it names a path.
+    /// - Throws: the error `posix_spawnp` would give (ENOENT, EACCES) when there is no such program.
+    static func resolve(_ program: String) throws(SystemError) -> String {
+        if program.contains("/") {
+            guard access(program, X_OK) == 0 else {
+                throw SystemError(call: "posix_spawnp", errno: errno, detail: "running '\(program)'")
+            }
+            return program
+        }
+        let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/local/bin:/usr/bin:/bin"
+        var denied = false
+        for directory in path.split(separator: ":", omittingEmptySubsequences: false) {
+            let candidate = (directory.isEmpty ? "." : String(directory)) + "/" + program
+            if access(candidate, X_OK) == 0 { return candidate }
+            if errno == EACCES { denied = true }
+        }
+        throw SystemError(call: "posix_spawnp", errno: denied ? EACCES : ENOENT, detail: "running '\(program)'")
     }
 }
 

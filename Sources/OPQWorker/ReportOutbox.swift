@@ -1,0 +1,102 @@
+import Foundation
+import OPQCore
+import OPQWire
+
+/// The reports a worker owes its coordinator, in the order they happened, until they are sent.
+///
+/// Reports wait here while the coordinator is away, so a `Finished` is never lost to a reconnect; the
+/// attempts whose `Finished` is still here count as held when the worker re-registers (the coordinator
+/// must not requeue them as lost before it hears how they ended). Progress is coalesced: only the latest
+/// unsent progress of an attempt is kept. Handed-back attempts are not reports: they wait for `Goodbye`.
+struct ReportOutbox {
+    /// One unsent report.
+    enum Item {
+        case started(AttemptKey)
+        case progress(AttemptKey, fraction: Double, message: String?)
+        case finished(Completion)
+    }
+
+    /// Unsent reports, oldest first.
+    private(set) var items: [Item] = []
+    /// Attempts handed back (stopped for a shutdown, or refused while stopping), for `Goodbye`.
+    private(set) var handedBack: [AttemptKey] = []
+
+    /// Whether there is a report to send.
+    var isEmpty: Bool { items.isEmpty }
+
+    /// Files one runner event: a report, or (for a handed-back completion) an entry for `Goodbye`.
+    mutating func add(_ event: AttemptEvent) {
+        switch event {
+        case .started(let key, _):
+            items.append(.started(key))
+        case let .progress(key, fraction, message):
+            items.removeAll { if case .progress(key, _, _) = $0 { true } else { false } }
+            items.append(.progress(key, fraction: fraction, message: message))
+        case .finished(let completion) where completion.handedBack:
+            items.removeAll { if case .progress(completion.key, _, _) = $0 { true } else { false } }
+            handBack(completion.key)
+        case .finished(let completion):
+            items.append(.finished(completion))
+        }
+    }
+
+    /// Records an attempt given back without running it (a dispatch refused while stopping).
+    mutating func handBack(_ key: AttemptKey) {
+        if !handedBack.contains(key) { handedBack.append(key) }
+    }
+
+    /// The attempts whose `Finished` has not been sent.
+    var unsentFinished: [AttemptKey] {
+        items.compactMap { if case .finished(let completion) = $0 { completion.key } else { nil } }
+    }
+
+    /// The oldest reports as one `Reports` message, encoded, and how many items it holds: as many as the
+    /// protocol's limits allow in one message (normally all of them). Nil when nothing is pending.
+    /// Remove the items with ``removeFirst(_:)`` once the message is sent.
+    func nextMessage() throws(WireError) -> (frames: [[UInt8]], count: Int)? {
+        guard !items.isEmpty else { return nil }
+        var reports: [Opq_V1_Report] = []
+        var raw: [[UInt8]] = []
+        let rawLimit = WireLimits.maxFrames - 2  // signature + message
+        for item in items {
+            if reports.count == WireLimits.maxBatchItems || raw.count + 2 > rawLimit { break }
+            reports.append(Self.report(item, raw: &raw))
+        }
+        return (try Frames.encode(Opq_V1_WorkerMessage.reports(reports), raw: raw), reports.count)
+    }
+
+    /// Drops the `count` oldest reports (they were sent).
+    mutating func removeFirst(_ count: Int) { items.removeFirst(count) }
+
+    /// The wire report of `item`; a finish report's output tails are appended to `raw`.
+    static func report(_ item: Item, raw: inout [[UInt8]]) -> Opq_V1_Report {
+        switch item {
+        case .started(let key):
+            return .started(key.operation, attempt: key.attempt)
+        case let .progress(key, fraction, message):
+            return .progress(.with {
+                $0.operation = key.operation.rawValue
+                $0.attempt = UInt32(clamping: key.attempt)
+                $0.fraction = fraction
+                $0.message = message ?? ""
+            })
+        case .finished(let completion):
+            return .finished(finished(completion, raw: &raw))
+        }
+    }
+
+    /// The `Finished` of `completion`. The protocol has no field for a handler's result bytes, so they
+    /// travel as its stdout tail (handlers print nothing else there).
+    static func finished(_ completion: Completion, raw: inout [[UInt8]]) -> Opq_V1_Finished {
+        let started = completion.startedAt ?? completion.endedAt
+        var finished = Opq_V1_Finished(
+            completion.key.operation, attempt: completion.key.attempt, report: completion.report,
+            duration: max(0, completion.endedAt.timeIntervalSince(started)))
+        let stdout = completion.stdout.isEmpty ? completion.result : completion.stdout
+        finished.attachOutput(stdout: stdout, stderr: completion.stderr, to: &raw)
+        if completion.report.status != .succeeded, let message = completion.message {
+            finished.errorMessage = String(message.prefix(WireLimits.maxNameBytes))
+        }
+        return finished
+    }
+}

@@ -1,0 +1,112 @@
+import Foundation
+import Logging
+import OPQCore
+
+/// A worker: serves a coordinator with the handlers and commands it can run (DESIGN "Worker").
+///
+/// `opq-worker` is this type behind a command line; a program embeds it the same way to offer handlers
+/// of its own:
+///
+/// ```swift
+/// let handlers = HandlerRegistry.withBuiltins()
+/// handlers.register("resize") { try ResizeHandler(parsing: $0) }
+/// let agent = WorkerAgent(configuration: .init(coordinator: "tcp://10.0.0.5:7130", slots: 4),
+///                         handlers: handlers, logger: Logger(label: "my-worker"))
+/// // elsewhere, e.g. on SIGTERM: agent.stop(handBack: false)
+/// try agent.run()   // blocks until stopped
+/// ```
+///
+/// ``run()`` owns the connection: one DEALER socket, used only by the calling thread. The attempts run
+/// on an ``AttemptRunner``, whose events reach that thread through an ``EventInbox``. The agent
+/// registers (and re-registers after every reconnect, naming what it still holds), runs dispatches,
+/// kills on request, batches its reports, exchanges heartbeats, and leaves with a `Goodbye` when stopped.
+public final class WorkerAgent: @unchecked Sendable {
+    /// How far a stop has gone; only increases.
+    enum StopLevel: Int, Comparable, Sendable {
+        /// Serving.
+        case running
+        /// Graceful: take nothing new, let running attempts finish.
+        case draining
+        /// Stop every attempt and hand it back.
+        case handingBack
+
+        static func < (lhs: Self, rhs: Self) -> Bool { lhs.rawValue < rhs.rawValue }
+    }
+
+    /// The configuration it was created with.
+    public let configuration: WorkerConfiguration
+    /// The handlers it offers.
+    public let handlers: HandlerRegistry
+    /// Where the attempts run.
+    public let runner: AttemptRunner
+
+    let logger: Logger
+    let inbox: EventInbox
+    private let lock = NSLock()
+    private var requestedStop = StopLevel.running
+    private var stopReason = ""
+    private var hasRun = false
+
+    /// Creates an agent; nothing connects until ``run()``.
+    ///
+    /// - Precondition: `configuration.problem` is nil (executables check it first and report it).
+    public init(configuration: WorkerConfiguration, handlers: HandlerRegistry = .withBuiltins(), logger: Logger) {
+        if let problem = configuration.problem { preconditionFailure("WorkerAgent: invalid configuration: \(problem)") }
+        self.configuration = configuration
+        self.handlers = handlers
+        var logger = logger
+        logger[metadataKey: "worker.id"] = .string(configuration.name)
+        self.logger = logger
+        inbox = EventInbox()
+        runner = AttemptRunner(slots: configuration.slots, worker: WorkerID(configuration.name),
+                               handlers: handlers, events: inbox.sink)
+    }
+
+    /// Serves the coordinator on the calling thread until ``stop(handBack:)`` has run its course.
+    ///
+    /// Losing the coordinator is not an error: the agent reconnects with backoff for as long as it runs.
+    /// Call once.
+    ///
+    /// - Throws: `ZMQError` when the connection cannot be set up at all (an invalid endpoint, a
+    ///   routing id libzmq refuses), or `SystemError` when the process is out of file descriptors —
+    ///   before any work was taken.
+    public func run() throws {
+        let first = lock.withLock {
+            defer { hasRun = true }
+            return !hasRun
+        }
+        precondition(first, "WorkerAgent.run() can be called only once")
+        if let failure = inbox.failure { throw failure }
+        let connection = try AgentConnection(agent: self)
+        defer {
+            // Whatever ended the loop, no child process may outlive the agent (after a stop nothing is
+            // held any more, and this returns at once).
+            runner.shutdown(handBack: true, timeout: configuration.killGracePeriod + 1)
+        }
+        try connection.run()
+    }
+
+    /// Asks the agent to stop; thread-safe, returns at once (``run()`` returns when the stop is done).
+    ///
+    /// - `handBack: false` (the first SIGINT/SIGTERM): take no new work, let running attempts finish and
+    ///   report them, then leave with a `Goodbye`.
+    /// - `handBack: true`, or a second `stop`: stop running attempts at once (commands are killed) and
+    ///   leave, handing them back to the coordinator in the `Goodbye` so they run elsewhere.
+    ///
+    /// Stopping more often than that changes nothing. `reason` (e.g. `"SIGTERM"`) goes into the
+    /// `Goodbye` and the logs.
+    public func stop(handBack: Bool = false, reason: String = "stop requested") {
+        lock.withLock {
+            let wanted: StopLevel = handBack || requestedStop >= .draining ? .handingBack : .draining
+            requestedStop = max(requestedStop, wanted)
+            stopReason = reason
+        }
+        inbox.wake()
+    }
+
+    /// The stop level asked for so far (read by the socket thread).
+    var stopRequest: StopLevel { lock.withLock { requestedStop } }
+
+    /// The reason given to the latest ``stop(handBack:reason:)``.
+    var lastStopReason: String { lock.withLock { stopReason } }
+}

@@ -1,0 +1,120 @@
+import Foundation
+import OPQCore
+import ZeroMQ
+
+/// How a ``WorkerAgent`` connects to its coordinator and what it offers it.
+///
+/// Only ``coordinator`` has no default. Until the coordinator's `Welcome` arrives the agent uses
+/// ``heartbeatInterval`` and ``liveness`` for itself; after it, the coordinator's values.
+public struct WorkerConfiguration: Sendable {
+    /// The coordinator's worker endpoint (its workers' ROUTER), e.g. `tcp://127.0.0.1:7130`.
+    public var coordinator: String
+    /// The worker's stable, unique name: its ZeroMQ routing id (1–255 bytes). Default: `host-pid`.
+    public var name: String
+    /// How many attempts run at once (the local queue's `maxConcurrentOperationCount`); at least 1.
+    public var slots: Int
+    /// The queues served; nil = every queue, an empty set = none.
+    public var queues: Set<String>?
+    /// Placement labels offered to operations that ask for them (e.g. `gpu=1`).
+    public var labels: [String: String]
+    /// Seconds between SIGTERM and SIGKILL when a command is killed, unless the dispatch names a
+    /// positive grace of its own.
+    public var killGracePeriod: Double
+    /// Seconds between heartbeats before the coordinator's `Welcome` says otherwise.
+    public var heartbeatInterval: Double
+    /// Missed heartbeat intervals before the coordinator is declared lost (before `Welcome`: also how
+    /// long connecting and registering may take).
+    public var liveness: Int
+    /// The first delay before reconnecting after losing the coordinator; it doubles on every failed
+    /// attempt up to ``maximumReconnectDelay`` and starts over after a `Welcome`.
+    public var initialReconnectDelay: Double
+    /// The longest delay between reconnection attempts.
+    public var maximumReconnectDelay: Double
+    /// The coordinator's CURVE public key (Z85). Set = the connection is encrypted and the server is
+    /// authenticated; nil = plain TCP (only for loopback or `ipc://`).
+    public var curveServerKey: String?
+    /// This worker's CURVE key pair; nil with a ``curveServerKey`` = a fresh pair per connection.
+    public var curveKeys: CurveKeyPair?
+
+    /// The default worker endpoint of a coordinator on this machine.
+    public static let defaultCoordinator = "tcp://127.0.0.1:7130"
+
+    /// Creates a configuration; see the properties for the meaning and defaults of each value.
+    public init(
+        coordinator: String = WorkerConfiguration.defaultCoordinator,
+        name: String = WorkerConfiguration.defaultName(),
+        slots: Int = 1,
+        queues: Set<String>? = nil,
+        labels: [String: String] = [:],
+        killGracePeriod: Double = RunRequest.defaultKillGracePeriod,
+        heartbeatInterval: Double = 1,
+        liveness: Int = 3,
+        initialReconnectDelay: Double = 1,
+        maximumReconnectDelay: Double = 32,
+        curveServerKey: String? = nil,
+        curveKeys: CurveKeyPair? = nil
+    ) {
+        self.coordinator = coordinator
+        self.name = name
+        self.slots = slots
+        self.queues = queues
+        self.labels = labels
+        self.killGracePeriod = killGracePeriod
+        self.heartbeatInterval = heartbeatInterval
+        self.liveness = liveness
+        self.initialReconnectDelay = initialReconnectDelay
+        self.maximumReconnectDelay = maximumReconnectDelay
+        self.curveServerKey = curveServerKey
+        self.curveKeys = curveKeys
+    }
+
+    /// `host-pid`: unique among the workers of one machine, and readable in listings.
+    public static func defaultName() -> String {
+        "\(hostName)-\(ProcessInfo.processInfo.processIdentifier)"
+    }
+
+    /// This machine's host name (without a domain), for `Register.host` and default names.
+    public static var hostName: String {
+        let full = ProcessInfo.processInfo.hostName
+        return full.split(separator: ".").first.map(String.init) ?? full
+    }
+
+    /// What is wrong with this configuration, in words a user can act on; nil if nothing is.
+    public var problem: String? {
+        let nameBytes = name.utf8.count
+        if nameBytes == 0 || nameBytes > 255 { return "the worker name must be 1 to 255 bytes long, not \(nameBytes)" }
+        if name.utf8.first == 0 { return "the worker name must not start with a NUL byte" }
+        if slots < 1 { return "a worker needs at least one slot, not \(slots)" }
+        if !(killGracePeriod >= 0 && killGracePeriod.isFinite) { return "the kill grace period must be ≥ 0 seconds, not \(killGracePeriod)" }
+        if !(heartbeatInterval > 0 && heartbeatInterval.isFinite) {
+            return "the heartbeat interval must be a positive number of seconds, not \(heartbeatInterval)"
+        }
+        if liveness < 1 { return "liveness must be at least 1 missed heartbeat, not \(liveness)" }
+        if !(initialReconnectDelay > 0 && maximumReconnectDelay >= initialReconnectDelay) {
+            return "reconnect delays must satisfy 0 < initial (\(initialReconnectDelay)) ≤ maximum (\(maximumReconnectDelay))"
+        }
+        return nil
+    }
+}
+
+/// The delays between reconnection attempts: initial, doubling up to the maximum, reset after a welcome.
+struct ReconnectBackoff {
+    let initial: Double
+    let maximum: Double
+    private var next: Double
+
+    init(initial: Double, maximum: Double) {
+        self.initial = initial
+        self.maximum = maximum
+        next = initial
+    }
+
+    /// The delay before the next attempt; doubles the one after.
+    mutating func take() -> Double {
+        defer { next = min(next * 2, maximum) }
+        return next
+    }
+
+    /// A connection succeeded: start over from the initial delay.
+    mutating func reset() { next = initial }
+}

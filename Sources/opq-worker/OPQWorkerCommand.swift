@@ -1,0 +1,100 @@
+import ArgumentParser
+import Dispatch
+import Foundation
+import Logging
+import OPQWorker
+
+/// `opq-worker`: runs operations for a coordinator (a ``WorkerAgent`` with the built-in handlers).
+@main
+struct OPQWorkerCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "opq-worker",
+        abstract: "Run opq operations (commands and handlers) for an opq-coordinator.",
+        discussion: """
+            The worker connects to the coordinator's worker endpoint, offers SLOTS concurrent slots and \
+            runs what it is dispatched: commands as child processes (each in its own process group), and \
+            the built-in handlers noop, sleep and sha256. It reconnects by itself when the coordinator \
+            goes away (1 s, 2 s, ... 32 s apart) and reports what it still runs when it comes back.
+
+            Examples:
+              opq-worker --slots 4
+              opq-worker --coordinator tcp://127.0.0.1:7130 --slots 8 --queues build,test
+              opq-worker --slots 1 --label gpu=1 --label host=a --name gpu-a
+              OPQ_WORKER_ENDPOINT=ipc:///tmp/opq/w opq-worker --slots 2 --log-level debug
+
+            SIGINT or SIGTERM stops gracefully: no new work is taken, running operations finish and are \
+            reported, then the worker says goodbye. A second signal stops at once: running commands are \
+            killed and their operations handed back to the coordinator to run elsewhere.
+            """)
+
+    @Option(help: ArgumentHelp("The coordinator's worker endpoint (environment: OPQ_WORKER_ENDPOINT).", valueName: "endpoint"))
+    var coordinator = ProcessInfo.processInfo.environment["OPQ_WORKER_ENDPOINT"] ?? WorkerConfiguration.defaultCoordinator
+
+    @Option(help: ArgumentHelp("How many operations run at once (at least 1).", valueName: "n"))
+    var slots: Int
+
+    @Option(help: ArgumentHelp("Serve only these queues, comma-separated (default: every queue).", valueName: "a,b"))
+    var queues: String?
+
+    @Option(name: .customLong("label"), help: ArgumentHelp("A placement label offered to operations; repeatable.", valueName: "key=value"))
+    var labels: [String] = []
+
+    @Option(help: ArgumentHelp("The worker's unique name (default: host-pid).", valueName: "name"))
+    var name: String?
+
+    @Option(help: ArgumentHelp("Seconds between SIGTERM and SIGKILL when a command is cancelled.", valueName: "seconds"))
+    var killGrace = 10.0
+
+    @Option(help: ArgumentHelp("Heartbeat interval in seconds until the coordinator sets its own.", valueName: "seconds"))
+    var heartbeat = 1.0
+
+    @Option(help: ArgumentHelp("trace, debug, info, notice, warning, error or critical.", valueName: "level"))
+    var logLevel = "info"
+
+    /// The agent's configuration built from the options.
+    var workerConfiguration: WorkerConfiguration {
+        get throws {
+            var labelMap: [String: String] = [:]
+            for label in labels {
+                guard let equals = label.firstIndex(of: "="), equals != label.startIndex else {
+                    throw ValidationError("--label '\(label)' is not key=value (e.g. --label gpu=1)")
+                }
+                labelMap[String(label[..<equals])] = String(label[label.index(after: equals)...])
+            }
+            return WorkerConfiguration(
+                coordinator: coordinator, name: name ?? WorkerConfiguration.defaultName(), slots: slots,
+                queues: queues.map { Set($0.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }) },
+                labels: labelMap, killGracePeriod: killGrace, heartbeatInterval: heartbeat)
+        }
+    }
+
+    func validate() throws {
+        if let problem = try workerConfiguration.problem { throw ValidationError(problem) }
+        guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("unknown --log-level '\(logLevel)'") }
+    }
+
+    func run() throws {
+        let level = Logger.Level(rawValue: logLevel)!
+        LoggingSystem.bootstrap { label in
+            var handler = StreamLogHandler.standardError(label: label)
+            handler.logLevel = level
+            return handler
+        }
+        let agent = WorkerAgent(configuration: try workerConfiguration, handlers: .withBuiltins(),
+                                logger: Logger(label: "opq.worker"))
+        let signals = [(SIGINT, "SIGINT"), (SIGTERM, "SIGTERM")].map { number, name in
+            signal(number, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+            source.setEventHandler { agent.stop(reason: name) }  // a second stop hands back at once
+            source.resume()
+            return source
+        }
+        defer { signals.forEach { $0.cancel() } }
+        do {
+            try agent.run()
+        } catch {
+            FileHandle.standardError.write(Data("opq-worker: cannot serve \(coordinator): \(error)\n".utf8))
+            throw ExitCode(2)
+        }
+    }
+}
