@@ -37,6 +37,7 @@ let package = Package(
             name: "OPQCore",
             dependencies: [
                 .product(name: "HeapModule", package: "swift-collections"),
+                .product(name: "DequeModule", package: "swift-collections"),
             ]
         ),
         .target(

@@ -96,7 +96,7 @@ struct ReadyHeap {
     /// The placement class every entry shares.
     let placement: UInt32
     /// Entries, live and stale.
-    var heap = Heap<ReadyEntry>()
+    var heap = ReadyQueue()
     /// Live entries.
     var live = 0
 }

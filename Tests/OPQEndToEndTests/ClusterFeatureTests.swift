@@ -36,7 +36,8 @@ import Testing
         let release = try Signal(cluster.path("release"))
         let file = cluster.path("log")
         let first = try client.submit(Submission([OperationSpec(name: "running", work: .command(Command(["/bin/sh", "-c",
-            "echo up > \"$0\"; read line < \"$1\"; echo running >> \"$2\"", started.path, release.path, file])))]))
+            // Opens the release pipe read-write first (never blocks), so the test can write to it at once.
+            "exec 3<>\"$1\"; echo up > \"$0\"; read line <&3; echo running >> \"$2\"", started.path, release.path, file])))]))
         #expect(started.wait(within: 30) == "up")
         try client.configure("default", QueueSettings(isSuspended: true))
         let held = try client.submit(Submission([OperationSpec(name: "held", work: Evidence.append("held", to: file))]))
@@ -89,7 +90,7 @@ import Testing
         defer { cluster.stop() }
         try cluster.startCoordinator()
         try cluster.startWorker("render-gpu", slots: 2, arguments: ["--queues", "render", "--label", "gpu=1"])
-        try cluster.startWorker("general", slots: 2)
+        try cluster.startWorker("general", slots: 2, arguments: ["--queues", "default"])
         let client = try CoordinatorConnection(endpoint: cluster.clientsEndpoint)
         let stream = try CoordinatorConnection(endpoint: cluster.clientsEndpoint)
         try stream.request { $0.watch.all = Opq_V1_All() }
@@ -106,6 +107,7 @@ import Testing
         }
         #expect(ranOn[receipt.operations[0]] == "render-gpu")
         #expect(ranOn[receipt.operations[1]] == "general", "the render worker does not serve the default queue")
+        // The general worker serves only the default queue, so render work waits for the render worker.
         #expect(ranOn[receipt.operations[2]] == "render-gpu", "only the render worker serves the render queue")
     }
 }

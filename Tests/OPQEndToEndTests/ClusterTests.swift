@@ -117,8 +117,8 @@ import Testing
     @Test func killingAWorkerMidJobRunsItsOperationsElsewhereAndLosesNone() throws {
         let cluster = try TestCluster()
         defer { cluster.stop() }
-        try cluster.startCoordinator(["--heartbeat", "0.2"])
-        try cluster.startWorker("doomed", slots: 2, arguments: ["--heartbeat", "0.2"])
+        try cluster.startCoordinator(["--heartbeat", "0.5"])
+        try cluster.startWorker("doomed", slots: 2, arguments: ["--heartbeat", "0.5"])
         let client = try CoordinatorConnection(endpoint: cluster.clientsEndpoint)
         let file = cluster.path("done")
         let stream = try CoordinatorConnection(endpoint: cluster.clientsEndpoint)
@@ -136,7 +136,7 @@ import Testing
         }
         #expect(running, "the doomed worker never ran anything\n\(cluster.logs)")
         cluster.workers["doomed"]!.signal(SIGKILL)
-        try cluster.startWorker("survivor", slots: 2, arguments: ["--heartbeat", "0.2"])
+        try cluster.startWorker("survivor", slots: 2, arguments: ["--heartbeat", "0.5"])
         let job = try client.finish(receipt.job, within: 90, cluster: cluster)
         #expect(job.counts.succeeded == 12, "none is lost")
         var finishes: [UInt64: Int] = [:]

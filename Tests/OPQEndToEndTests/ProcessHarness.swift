@@ -18,47 +18,83 @@ enum BuiltProducts {
     static func path(_ name: String) -> String { directory.appendingPathComponent(name).path }
 }
 
-/// A process a test started. It is killed (SIGKILL, whole process group) when stopped or deinitialised,
-/// so no process outlives its test, also when the test fails.
+/// A process a test started, in its own process group, output appended to a log file. It is killed
+/// (SIGKILL to the whole group) when stopped or deinitialised, so no process outlives its test, also when
+/// the test fails.
+///
+/// Spawned with `posix_spawn` and reaped by one plain thread blocked in `waitpid`: no Foundation
+/// `Process`, no Dispatch sources, so nothing else in the test process watches its descriptors.
 final class ChildProcess: @unchecked Sendable {
     let name: String
-    let process = Process()
     let logURL: URL
+    let pid: pid_t
+    private let exited = NSCondition()
+    private var status: Int32?
 
     init(_ executable: String, _ arguments: [String], name: String, logDirectory: URL) throws {
         self.name = name
         logURL = logDirectory.appendingPathComponent("\(name).log")
-        _ = FileManager.default.createFile(atPath: logURL.path, contents: nil)
-        let log = try FileHandle(forWritingTo: logURL)
-        process.executableURL = URL(fileURLWithPath: BuiltProducts.path(executable))
-        process.arguments = arguments
-        process.standardOutput = log
-        process.standardError = log
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
+        let log = open(logURL.path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o644)
+        guard log >= 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+        defer { close(log) }
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_adddup2(&actions, log, 1)
+        posix_spawn_file_actions_adddup2(&actions, log, 2)
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+        posix_spawnattr_setpgroup(&attributes, 0)
+        var signals = sigset_t()
+        sigemptyset(&signals)
+        posix_spawnattr_setsigmask(&attributes, &signals)
+        sigfillset(&signals)
+        posix_spawnattr_setsigdefault(&attributes, &signals)
+        let path = BuiltProducts.path(executable)
+        let argv = ([path] + arguments).map { strdup($0) } + [nil]
+        defer { for pointer in argv { free(pointer) } }
+        var child: pid_t = 0
+        let result = posix_spawn(&child, path, &actions, &attributes, argv, environ)
+        guard result == 0 else { throw POSIXError(POSIXErrorCode(rawValue: result) ?? .EIO) }
+        pid = child
+        let reaper = Thread { [exited, child] in
+            var raw: Int32 = 0
+            while waitpid(child, &raw, 0) < 0 && errno == EINTR {}
+            exited.lock()
+            self.status = raw
+            exited.broadcast()
+            exited.unlock()
+        }
+        reaper.stackSize = 128 * 1024
+        reaper.start()
     }
 
-    var pid: Int32 { process.processIdentifier }
-    var isRunning: Bool { process.isRunning }
+    var isRunning: Bool {
+        exited.lock()
+        defer { exited.unlock() }
+        return status == nil
+    }
 
     /// Sends `signal` to the process.
-    func signal(_ signal: Int32) { if process.isRunning { kill(pid, signal) } }
+    func signal(_ signal: Int32) { if isRunning { kill(pid, signal) } }
 
-    /// Kills the process and waits for it.
+    /// Kills the process group and waits for the process.
     func stop() {
-        if process.isRunning {
-            kill(pid, SIGKILL)
-            process.waitUntilExit()
-        }
+        guard isRunning else { return }
+        kill(-pid, SIGKILL)
+        _ = waitForExit(within: 10)
     }
 
-    /// Waits up to `seconds` for the process to exit; returns its exit status, or nil if it is still running.
+    /// Waits up to `seconds` for the process to exit; returns its wait status, or nil if it still runs.
     func waitForExit(within seconds: Double) -> Int32? {
-        let done = DispatchSemaphore(value: 0)
-        let process = self.process
-        DispatchQueue.global().async { process.waitUntilExit(); done.signal() }
-        guard done.wait(timeout: .now() + seconds) == .success else { return nil }
-        return process.terminationStatus
+        let deadline = Date().addingTimeInterval(seconds)
+        exited.lock()
+        defer { exited.unlock() }
+        while status == nil, exited.wait(until: deadline) {}
+        return status
     }
 
     /// The process's output so far (for failure messages).
