@@ -21,8 +21,8 @@ extension Coordinator {
     /// Whether `target` has finished.
     func isSatisfied(_ target: Waiter.Target) -> Bool {
         switch target {
-        case .operation(let id): core.operation(id)?.state == .finished
-        case .job(let id): core.job(id)?.isFinished ?? true
+        case .operation(let id): core.state(of: id) == .finished
+        case .job(let id): core.isFinished(job: id) ?? true
         case .queue(let name): core.isIdle(queue: name)
         }
     }

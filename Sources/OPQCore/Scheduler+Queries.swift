@@ -157,6 +157,17 @@ extension Scheduler {
     /// True while the worker behind `handle` is registered (it has not left or been lost).
     public func isLive(_ handle: WorkerHandle) -> Bool { live(handle) != nil }
 
+    /// The state of `id`, or nil if unknown. O(1), unlike ``operation(_:)``.
+    public func state(of id: OperationID) -> OperationState? {
+        index(of: id).map { operations[$0].state }
+    }
+
+    /// Whether every operation of `job` (barriers included) has finished; nil if unknown. O(1).
+    public func isFinished(job: JobID) -> Bool? {
+        guard job.rawValue >= 1, job.index < jobs.count else { return nil }
+        return jobs[job.index].unfinished == 0
+    }
+
     /// The worker id behind `handle` (also after it left).
     public func workerID(of handle: WorkerHandle) -> WorkerID { workers[Int(handle.index)].id }
 }

@@ -47,10 +47,9 @@ extension AgentConnection {
     /// Runs a dispatched attempt, or hands it back when stopping.
     private func dispatch(_ dispatch: Opq_V1_Dispatch) {
         let key = AttemptKey(OperationID(dispatch.operation), attempt: Int(dispatch.attempt))
-        let log = logger(for: key)
         guard stopLevel == .running else {
             outbox.handBack(key)
-            return log.info("handed back a dispatch: the worker is stopping")
+            return logger.info("handed back a dispatch: the worker is stopping", metadata: attemptMetadata(key))
         }
         let request = RunRequest(
             key, name: dispatch.name, work: Work(dispatch.work),
@@ -59,12 +58,12 @@ extension AgentConnection {
             killGracePeriod: dispatch.killGraceSeconds > 0 ? dispatch.killGraceSeconds : configuration.killGracePeriod)
         switch runner.run(request) {
         case .accepted:
-            log.debug("attempt dispatched", metadata: ["queue": "\(dispatch.queue)", "job.id": "\(dispatch.job)"])
+            logger.debug("attempt dispatched", metadata: attemptMetadata(key, ["queue": "\(dispatch.queue)", "job.id": "\(dispatch.job)"]))
         case .alreadyHeld:
-            log.debug("ignored a repeated dispatch of an attempt already held")
+            logger.debug("ignored a repeated dispatch of an attempt already held", metadata: attemptMetadata(key))
         case .shuttingDown:
             outbox.handBack(key)
-            log.info("handed back a dispatch: the worker is stopping")
+            logger.info("handed back a dispatch: the worker is stopping", metadata: attemptMetadata(key))
         }
     }
 
@@ -72,11 +71,10 @@ extension AgentConnection {
     private func kill(_ kill: Opq_V1_Kill) {
         let key = AttemptKey(OperationID(kill.operation), attempt: Int(kill.attempt))
         let cause: StopCause = kill.reason == .timeout ? .timeout : .cancel
-        let log = logger(for: key)
         if runner.stop(key.operation, attempt: key.attempt, cause: cause) {
-            log.info("killing attempt", metadata: ["reason": "\(kill.reason)"])
+            logger.info("killing attempt", metadata: attemptMetadata(key, ["reason": "\(kill.reason)"]))
         } else {
-            log.debug("kill of an attempt not held (already finished)", metadata: ["reason": "\(kill.reason)"])
+            logger.debug("kill of an attempt not held (already finished)", metadata: attemptMetadata(key, ["reason": "\(kill.reason)"]))
         }
     }
 
@@ -116,11 +114,8 @@ extension AgentConnection {
         }
     }
 
-    /// The connection's logger with the attempt's metadata.
-    private func logger(for key: AttemptKey) -> Logger {
-        var log = logger
-        log[metadataKey: "operation.id"] = "\(key.operation.rawValue)"
-        log[metadataKey: "attempt"] = "\(key.attempt)"
-        return log
+    /// Log metadata naming an attempt, plus `extra`.
+    func attemptMetadata(_ key: AttemptKey, _ extra: Logger.Metadata = [:]) -> Logger.Metadata {
+        extra.merging(["operation.id": "\(key.operation.rawValue)", "attempt": "\(key.attempt)"]) { mine, _ in mine }
     }
 }

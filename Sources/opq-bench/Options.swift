@@ -29,6 +29,7 @@ struct Options {
 
     static let usage = """
     usage: opq-bench [options]
+           opq-bench cluster [--smoke] [--json] [--bin-dir DIR] ...   (real processes: opq-bench cluster --help)
       Measures the OPQCore scheduler (submit + dispatch + finish, on a simulated cluster) and Foundation's
       OperationQueue on the same graphs, and the core's bytes per pending operation.
 

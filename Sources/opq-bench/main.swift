@@ -1,10 +1,15 @@
 // opq-bench: how fast and how small the scheduling core is, beside Foundation's OperationQueue.
 // It prints figures; it is not a test. `opq-bench --help` lists the flags; `--smoke` is what CI runs.
+// `opq-bench cluster` measures real opq-coordinator and opq-worker processes instead (ClusterCommand).
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+
+if CommandLine.arguments.count > 1 && CommandLine.arguments[1] == "cluster" {
+    exit(ClusterCommand.run(Array(CommandLine.arguments.dropFirst(2))))
+}
 
 let options = Options.parse(Array(CommandLine.arguments.dropFirst()))
 let benchmark = Benchmark(options: options)

@@ -1,0 +1,98 @@
+import Foundation
+
+/// The command line of `opq-bench cluster`, parsed by hand like ``Options``.
+struct ClusterOptions {
+    /// Where `opq-coordinator` and `opq-worker` are (default: beside this executable).
+    var binDirectory: String?
+    /// No-op operations per throughput run, and the slot counts per worker to try.
+    var throughputOperations = 100_000
+    var slotCounts = [8, 64, 256]
+    /// Operations submitted one at a time for the dispatch-latency percentiles.
+    var latencyOperations = 2_000
+    /// Length of the dependency chain run across processes and on Foundation's `OperationQueue`.
+    var chainOperations = 20_000
+    /// Whether to run Foundation's `OperationQueue` on the chain.
+    var foundation = true
+    /// Whether to measure the requeue time after `kill -9` of a worker (takes ~3 s of waiting).
+    var failover = true
+    /// Workers started for every measurement.
+    var workers = 2
+    /// Print one JSON document instead of tables.
+    var json = false
+    /// Keep the temporary directory (sockets, process logs) instead of removing it.
+    var keepLogs = false
+    /// Set by `--smoke`.
+    var isSmoke = false
+
+    static let usage = """
+    usage: opq-bench cluster [options]
+      Starts a real opq-coordinator and opq-worker processes over ipc:// in a fresh temporary directory and
+      measures, in one run: no-op throughput (best over slot counts), dispatch latency ready → executing
+      (p50/p99), a dependency chain across processes against Foundation's OperationQueue, and the time from
+      kill -9 of a worker to its operations being requeued. Every process started is killed on exit.
+
+      --smoke                 small sizes (2000 ops, 1000-op chain, 200 latency samples): seconds (CI)
+      --bin-dir DIR           where opq-coordinator and opq-worker are (default: beside opq-bench)
+      --ops N                 no-op operations per throughput run (default 100000)
+      --slots N,N,...         slots per worker to try for throughput (default 8,64,256)
+      --latency-ops N         operations submitted one at a time for latency (default 2000)
+      --chain N               chain length (default 20000)
+      --workers N             opq-worker processes (default 2)
+      --no-foundation         skip Foundation's OperationQueue on the chain
+      --no-failover           skip the kill -9 requeue measurement
+      --keep-logs             keep the temporary directory with the processes' logs
+      --json                  print one JSON document instead of tables
+      -h, --help              this text
+    """
+
+    /// Parses `arguments` (after `cluster`); exits with a message on a mistake.
+    static func parse(_ arguments: [String]) -> ClusterOptions {
+        var options = ClusterOptions()
+        var explicit = Set<String>()
+        var rest = arguments[...]
+        func value(for flag: String) -> String {
+            guard let value = rest.popFirst() else { fail("\(flag) needs a value") }
+            explicit.insert(flag)
+            return value
+        }
+        func positive(_ text: String, _ flag: String) -> Int {
+            guard let number = Int(text.filter { $0 != "_" }), number > 0 else { fail("\(flag): '\(text)' is not a positive integer") }
+            return number
+        }
+        while let argument = rest.popFirst() {
+            switch argument {
+            case "--smoke": options.isSmoke = true
+            case "--bin-dir": options.binDirectory = value(for: argument)
+            case "--ops": options.throughputOperations = positive(value(for: argument), argument)
+            case "--slots": options.slotCounts = value(for: argument).split(separator: ",").map { positive(String($0), argument) }
+            case "--latency-ops": options.latencyOperations = positive(value(for: argument), argument)
+            case "--chain":
+                options.chainOperations = positive(value(for: argument), argument)
+                if options.chainOperations < 2 { fail("--chain: a chain needs at least 2 operations") }
+            case "--workers": options.workers = positive(value(for: argument), argument)
+            case "--no-foundation": options.foundation = false
+            case "--no-failover": options.failover = false
+            case "--keep-logs": options.keepLogs = true
+            case "--json": options.json = true
+            case "-h", "--help":
+                print(usage)
+                exit(0)
+            default: fail("unknown argument '\(argument)'")
+            }
+        }
+        if options.isSmoke {
+            if !explicit.contains("--ops") { options.throughputOperations = 2_000 }
+            if !explicit.contains("--latency-ops") { options.latencyOperations = 200 }
+            if !explicit.contains("--chain") { options.chainOperations = 1_000 }
+        }
+        if options.failover && options.workers < 2 { fail("--workers: the kill -9 measurement needs at least 2 workers (or --no-failover)") }
+        options.slotCounts = Array(Set(options.slotCounts)).sorted()
+        return options
+    }
+
+    private static func fail(_ message: String) -> Never {
+        var standardError = StandardError()
+        print("opq-bench cluster: \(message)\n\n\(usage)", to: &standardError)
+        exit(2)
+    }
+}

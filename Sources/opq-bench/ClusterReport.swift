@@ -1,0 +1,200 @@
+import Foundation
+
+/// Everything one `opq-bench cluster` run measured; printed as tables or as JSON.
+struct ClusterReport: Codable {
+    var machine: Report.Machine
+    /// Where the coordinator and worker executables came from.
+    var binaries: String
+    var workers: Int
+    var throughput: [ClusterThroughputRun] = []
+    var latency: ClusterLatency?
+    var chain: ClusterChain?
+    var failover: ClusterFailover?
+    /// Measurements that could not be completed, with why.
+    var failures: [String] = []
+    var targets: [Target] = []
+    /// Wall-clock seconds of the whole run (process starts and warm-ups included).
+    var runSeconds = 0.0
+    /// The 1-minute load average at the start and the end (/proc/loadavg): other work on the machine
+    /// shares its cores with the coordinator and workers, and shows here.
+    var loadAtStart: Double?
+    var loadAtEnd: Double?
+
+    /// The 1-minute load average, where /proc/loadavg exists.
+    static func loadAverage() -> Double? {
+        (try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8))?.split(separator: " ").first.flatMap { Double($0) }
+    }
+
+    /// A target and how the run did: `PASS`, `MISS`, or `n/a` when the run was too small to judge it.
+    struct Target: Codable {
+        var name: String
+        var goal: String
+        var measured: String
+        var verdict: String
+
+        init(name: String, goal: String, measured: String, passed: Bool) {
+            self.name = name
+            self.goal = goal
+            self.measured = measured
+            verdict = Format.verdict(passed)
+        }
+
+        init(name: String, goal: String, measured: String, notJudgedBecause reason: String) {
+            self.name = name
+            self.goal = goal
+            self.measured = measured + " (" + reason + ")"
+            verdict = "n/a"
+        }
+    }
+
+    static let throughputGoal = 50_000.0
+    static let p50Goal = 200.0  // µs
+    static let p99Goal = 2_000.0  // µs
+    static let chainRatioGoal = 3.0
+    /// The chain length the ratio target is set for: Foundation's cost per operation grows with the
+    /// chain, so a shorter (smoke) chain is not judged.
+    static let chainGoalLength = 20_000
+    static let failoverGoal = 3.5  // s
+
+    /// The fastest throughput run.
+    var bestThroughput: ClusterThroughputRun? { throughput.max { $0.operationsPerSecond < $1.operationsPerSecond } }
+
+    /// Judges the targets from what was measured; a measurement that failed is a MISS.
+    mutating func judge() {
+        targets = []
+        if let best = bestThroughput {
+            targets.append(Target(name: "no-op throughput, coordinator + \(workers) workers", goal: "≥ 50,000 ops/s",
+                                  measured: "best \(Format.rate(best.operationsPerSecond)) ops/s at \(best.slotsPerWorker) slots/worker",
+                                  passed: best.operationsPerSecond >= Self.throughputGoal))
+        } else if failures.contains(where: { $0.hasPrefix("throughput") }) {
+            targets.append(Target(name: "no-op throughput", goal: "≥ 50,000 ops/s", measured: "failed", passed: false))
+        }
+        if let latency {
+            targets.append(Target(name: "dispatch latency ready → executing, p50", goal: "≤ 200 µs",
+                                  measured: Self.microseconds(latency.p50Microseconds), passed: latency.p50Microseconds <= Self.p50Goal))
+            targets.append(Target(name: "dispatch latency ready → executing, p99", goal: "≤ 2 ms",
+                                  measured: Self.microseconds(latency.p99Microseconds), passed: latency.p99Microseconds <= Self.p99Goal))
+        } else if failures.contains(where: { $0.hasPrefix("latency") }) {
+            targets.append(Target(name: "dispatch latency", goal: "p50 ≤ 200 µs, p99 ≤ 2 ms", measured: "failed", passed: false))
+        }
+        if let chain, let ratio = chain.ratio, chain.operations < Self.chainGoalLength {
+            targets.append(Target(name: "\(Format.size(chain.operations)) chain across processes vs Foundation", goal: "≥ 3× at 20k",
+                                  measured: Format.fixed(ratio, 1) + "×", notJudgedBecause: "chain shorter than 20k"))
+        } else if let chain, let ratio = chain.ratio {
+            targets.append(Target(name: "\(Format.size(chain.operations)) chain across processes vs Foundation", goal: "≥ 3×",
+                                  measured: Format.fixed(ratio, 1) + "×", passed: ratio >= Self.chainRatioGoal))
+        } else if failures.contains(where: { $0.hasPrefix("chain") }) {
+            targets.append(Target(name: "chain across processes vs Foundation", goal: "≥ 3×", measured: "failed", passed: false))
+        }
+        if let failover {
+            targets.append(Target(name: "kill -9 of a worker → its operations ready again", goal: "≤ 3.5 s",
+                                  measured: Format.fixed(failover.seconds, 2) + " s", passed: failover.seconds <= Self.failoverGoal))
+        } else if failures.contains(where: { $0.hasPrefix("failover") }) {
+            targets.append(Target(name: "kill -9 of a worker → requeued", goal: "≤ 3.5 s", measured: "failed", passed: false))
+        }
+    }
+
+    /// The report as aligned tables.
+    func text() -> String {
+        var out: [String] = []
+        out.append("opq-bench cluster — opq-coordinator + \(workers) opq-worker processes over ipc://, beside Foundation OperationQueue")
+        out.append("  machine:  \(machine.cpu), \(machine.activeCores) of \(machine.cores) cores active, "
+                   + "\(Format.bytes(machine.memoryBytes)) RAM, \(machine.os)")
+        out.append("  build:    opq-bench \(machine.build), \(machine.compiler); coordinator and workers from \(binaries)")
+        out.append("  work:     handler \"noop\" (empty payload) unless said otherwise; every measurement on a fresh coordinator")
+        out.append("            and workers (default heartbeat 1 s × 3), warmed up first; run took \(Format.seconds(runSeconds))")
+        if let loadAtStart, let loadAtEnd {
+            out.append("  load:     1-minute load average \(Format.fixed(loadAtStart, 2)) at start, \(Format.fixed(loadAtEnd, 2)) at end "
+                       + "(\(machine.activeCores) cores; other processes share them)")
+        }
+        if !throughput.isEmpty {
+            out.append("")
+            var table = TextTable([.init("throughput", right: false), .init("slots/worker"), .init("ops"),
+                                   .init("time"), .init("submit ack"), .init("ops/s"), .init("≥ 50k", right: false),
+                                   .init("coord CPU µs/op"), .init("workers CPU µs/op")])
+            let best = bestThroughput
+            for run in throughput {
+                table.append(["independent no-ops", String(run.slotsPerWorker), Format.size(run.operations),
+                              Format.seconds(run.seconds), Format.seconds(run.submitSeconds), Format.rate(run.operationsPerSecond),
+                              Format.verdict(run.operationsPerSecond >= Self.throughputGoal)
+                                  + (run.slotsPerWorker == best?.slotsPerWorker ? " (best)" : ""),
+                              run.coordinatorCPUMicrosecondsPerOperation.map { Format.fixed($0, 1) } ?? "—",
+                              run.workersCPUMicrosecondsPerOperation.map { Format.fixed($0, 1) } ?? "—"])
+            }
+            out.append(table.render())
+            out.append("  time = Submit sent (one batch) → the Wait reply for the job; submit ack = → the Submit's reply.")
+            out.append("  CPU µs/op = user + system time (/proc/PID/stat) over the timed run ÷ ops; workers summed. \(machine.activeCores) cores")
+            out.append("  carry the coordinator, both workers and this client: a sum near \(machine.activeCores) × 1e6 ÷ ops/s means CPU-bound.")
+        }
+        if let latency {
+            out.append("")
+            var table = TextTable([.init("latency", right: false), .init("samples"), .init("p50"), .init("p90"),
+                                   .init("p99"), .init("max")])
+            table.append(["ready → executing (coordinator clock)", Format.grouped(latency.samples), Self.microseconds(latency.p50Microseconds),
+                          Self.microseconds(latency.p90Microseconds), Self.microseconds(latency.p99Microseconds),
+                          Self.microseconds(latency.maxMicroseconds)])
+            table.append(["client: Submit sent → finished event", Format.grouped(latency.samples), Self.microseconds(latency.clientP50Microseconds),
+                          "", Self.microseconds(latency.clientP99Microseconds), ""])
+            out.append(table.render())
+            out.append("  one no-op at a time on an idle cluster (\(workers) workers × \(ClusterBenchmark.latencySlots) slots); ready and executing are")
+            out.append("  the coordinator's timestamps on the watch stream's events (HdrHistogram, 3 significant digits).")
+        }
+        if let chain {
+            out.append("")
+            var table = TextTable([.init("chain (each op depends on the previous)", right: false), .init("ops"),
+                                   .init("time"), .init("ops/s"), .init("opq/Fdn")])
+            table.append(["opq: coordinator + \(workers) workers × \(ClusterBenchmark.latencySlots) slots", Format.size(chain.operations),
+                          Format.seconds(chain.seconds), Format.rate(chain.operationsPerSecond),
+                          chain.ratio.map { ratio in
+                              Format.fixed(ratio, 1) + "× "
+                                  + (chain.operations < Self.chainGoalLength ? "n/a" : Format.verdict(ratio >= Self.chainRatioGoal))
+                          } ?? "—"])
+            if let seconds = chain.foundationSeconds, let rate = chain.foundationOperationsPerSecond {
+                table.append(["Foundation OperationQueue, BlockOperations", Format.size(chain.operations), Format.seconds(seconds), Format.rate(rate), ""])
+            } else {
+                table.append(["Foundation OperationQueue", "off"])
+            }
+            out.append(table.render())
+            out.append("  opq: one Submit of the whole chain → Wait reply. Foundation: addOperations → waitUntilAllOperationsAreFinished,")
+            out.append("  operations and addDependency built before the clock, maxConcurrentOperationCount = \(workers * ClusterBenchmark.latencySlots).")
+        }
+        if let failover {
+            out.append("")
+            var table = TextTable([.init("failover", right: false), .init("requeued"), .init("first"), .init("last"), .init("≤ 3.5 s", right: false)])
+            table.append(["kill -9 \(failover.worker) (heartbeat \(Format.fixed(failover.heartbeatSeconds, 1)) s × \(failover.liveness)) → ready (lost worker)",
+                          String(failover.operationsRequeued), Format.fixed(failover.firstSeconds, 2) + " s",
+                          Format.fixed(failover.seconds, 2) + " s", Format.verdict(failover.seconds <= Self.failoverGoal)])
+            out.append(table.render())
+            out.append("  both workers busy with `sleep 60` handler operations; time from the SIGKILL to the watch stream delivering")
+            out.append("  the `ready` events of the killed worker's operations (the surviving worker is full, so they stay ready).")
+            out.append("  The kill follows the worker's `started` reports at once, so its silence covers the whole liveness window:")
+            out.append("  the worst case (a kill at a random point between heartbeats is noticed 0–1 s sooner).")
+        }
+        if !failures.isEmpty {
+            out.append("")
+            out.append("  failed:")
+            for failure in failures { out.append("    " + (failure.split(separator: "\n").first.map(String.init) ?? failure)) }
+        }
+        if !targets.isEmpty {
+            out.append("")
+            var table = TextTable([.init("target", right: false), .init("goal", right: false),
+                                   .init("measured", right: false), .init("verdict", right: false)])
+            for target in targets { table.append([target.name, target.goal, target.measured, target.verdict]) }
+            out.append(table.render())
+        }
+        return out.joined(separator: "\n")
+    }
+
+    /// The report as a JSON document.
+    func json() -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+        guard let data = try? encoder.encode(self) else { return "{}" }
+        return String(decoding: data, as: UTF8.self)
+    }
+
+    /// Microseconds as `123 µs`, or `1.23 ms` from a millisecond on.
+    static func microseconds(_ value: Double) -> String {
+        value >= 1_000 ? Format.fixed(value / 1_000, 2) + " ms" : Format.fixed(value, 0) + " µs"
+    }
+}
