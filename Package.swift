@@ -25,6 +25,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
         .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
         .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift", from: "0.2.0"),
+        .package(url: "https://github.com/jpsim/Yams", from: "5.0.0"),
     ],
     targets: [
         .systemLibrary(
@@ -68,6 +69,17 @@ let package = Package(
             name: "OPQClient",
             dependencies: ["OPQCore", "OPQWire", "ZeroMQ"]
         ),
+        .target(
+            name: "OPQJobFile",
+            dependencies: ["OPQCore", .product(name: "Yams", package: "Yams")]
+        ),
+        .executableTarget(
+            name: "opq",
+            dependencies: [
+                "OPQJobFile", "OPQClient", "OPQCore", "OPQWire",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
         .executableTarget(
             name: "opq-coordinator",
             dependencies: [
@@ -95,6 +107,8 @@ let package = Package(
         .testTarget(name: "OPQCoreTests", dependencies: ["OPQCore"]),
         .testTarget(name: "OPQWireTests", dependencies: ["OPQWire"]),
         .testTarget(name: "OPQWorkerTests", dependencies: ["OPQWorker"]),
+        .testTarget(name: "OPQJobFileTests", dependencies: ["OPQJobFile", "OPQCore"]),
+        .testTarget(name: "OPQCLITests", dependencies: ["OPQCore"]),
         .testTarget(
             name: "OPQEndToEndTests",
             dependencies: ["OPQClient", "OPQCore", "OPQWire", "ZeroMQ"]

@@ -76,7 +76,7 @@ open class AttemptOperation: Operation, @unchecked Sendable {
     private var cause: StopCause?
     private var stopDelivered = false
     private var reported = false
-    private var timeoutItem: DispatchWorkItem?
+    private var timeoutItem: Deadlines.Entry?
 
     /// Creates an operation for attempt `key`.
     public init(key: AttemptKey, timeout: Double? = nil) {
@@ -109,9 +109,8 @@ open class AttemptOperation: Operation, @unchecked Sendable {
         move(to: .executing)
         sink?(.started(key, at: now))
         if let timeout, timeout > 0 {
-            let item = DispatchWorkItem { [weak self] in self?.stop(.timeout) }
+            let item = Deadlines.shared.schedule(after: timeout) { [weak self] in _ = self?.stop(.timeout) }
             lock.withLock { timeoutItem = item }
-            DispatchQueue.global().asyncAfter(deadline: .now() + timeout, execute: item)
         }
         begin()
     }
@@ -163,7 +162,7 @@ open class AttemptOperation: Operation, @unchecked Sendable {
         let claimed: (StopCause?, Date?)? = lock.withLock {
             guard !reported else { return nil }
             reported = true
-            timeoutItem?.cancel()
+            if let item = timeoutItem { Deadlines.shared.cancel(item) }
             timeoutItem = nil
             return (cause, startedAt)
         }

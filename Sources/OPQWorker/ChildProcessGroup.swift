@@ -120,7 +120,7 @@ final class ChildProcessGroup: @unchecked Sendable {
         guard proceed else { return }
         signalGroup(SIGTERM)
         signalGroup(SIGCONT)
-        DispatchQueue.global().asyncAfter(deadline: .now() + killGracePeriod) { [weak self] in
+        Deadlines.shared.schedule(after: killGracePeriod) { [weak self] in
             guard let self, !self.lock.withLock({ self.groupReaped }) else { return }
             self.signalGroup(SIGKILL)
         }

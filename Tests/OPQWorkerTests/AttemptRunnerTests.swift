@@ -17,7 +17,7 @@ struct AttemptRunnerTests {
     func slotsLimitConcurrency() async throws {
         let log = EventLog()
         let runner = AttemptRunner(slots: 2, worker: "w1", events: log.sink)
-        defer { runner.shutdown(handBack: true, timeout: 5) }
+        defer { runner.shutdown(handBack: true, timeout: 30) }
         for id in 1 ... 3 { runner.run(sleep("1000", id: UInt64(id))) }
         #expect(await log.started(key(1)))
         #expect(await log.started(key(2)))
@@ -33,7 +33,7 @@ struct AttemptRunnerTests {
     func heldAndDuplicates() async throws {
         let log = EventLog()
         let runner = AttemptRunner(slots: 1, worker: "w1", events: log.sink)
-        defer { runner.shutdown(handBack: true, timeout: 5) }
+        defer { runner.shutdown(handBack: true, timeout: 30) }
         runner.run(sleep("1000", id: 2))
         runner.run(sleep("1000", id: 1))
         #expect(runner.run(sleep("1000", id: 2)) == .alreadyHeld)
@@ -44,7 +44,7 @@ struct AttemptRunnerTests {
     func cancelQueued() async throws {
         let log = EventLog()
         let runner = AttemptRunner(slots: 1, worker: "w1", events: log.sink)
-        defer { runner.shutdown(handBack: true, timeout: 5) }
+        defer { runner.shutdown(handBack: true, timeout: 30) }
         runner.run(sleep("1000", id: 1))
         runner.run(sleep("1000", id: 2))
         #expect(await log.started(key(1)))
@@ -62,7 +62,7 @@ struct AttemptRunnerTests {
         runner.run(RunRequest(key(1), work: .command(Command(["sleep", "1000"])), killGracePeriod: 1))
         runner.run(sleep("1000", id: 2))
         #expect(await log.started(key(1)))
-        #expect(runner.shutdown(handBack: true, timeout: 5))
+        #expect(runner.shutdown(handBack: true, timeout: 30))
         for id in [UInt64(1), 2] {
             let completion = try #require(await log.completion(key(id), timeout: 1))
             #expect(completion.handedBack)
@@ -88,14 +88,14 @@ struct AttemptRunnerTests {
         #expect(await log.started(key(1)))
         let shutdownDone = EventLog()
         Thread {
-            let drained = runner.shutdown(handBack: false, timeout: 5)
+            let drained = runner.shutdown(handBack: false, timeout: 30)
             shutdownDone.sink(.progress(AttemptKey(OperationID(0), attempt: drained ? 1 : 0), fraction: 1, message: nil))
         }.start()
-        let second = try #require(await log.completion(key(2), timeout: 5))
+        let second = try #require(await log.completion(key(2), timeout: 30))
         #expect(second.handedBack && second.startedAt == nil)
         #expect(runner.held == [key(1)], "the running attempt is not stopped")
         Gated.gate.signal()
-        let first = try #require(await log.completion(key(1), timeout: 5))
+        let first = try #require(await log.completion(key(1), timeout: 30))
         #expect(first.report == .succeeded && !first.handedBack)
         #expect(await shutdownDone.wait { $0.first?.key.attempt == 1 }, "shutdown returned true")
         #expect(runner.shutdown(handBack: true, timeout: 1), "a second shutdown is harmless")

@@ -30,7 +30,7 @@ struct HandlerTests {
         #expect(await log.started(key(1)))
         let cancelledAt = Date()
         #expect(runner.cancel(OperationID(1), attempt: 1))
-        let completion = try #require(await log.completion(key(1), timeout: 5))
+        let completion = try #require(await log.completion(key(1), timeout: 30))
         #expect(Date().timeIntervalSince(cancelledAt) < 1)
         #expect(completion.report.status == .cancelled)
         #expect(runner.cancel(OperationID(1), attempt: 1) == false, "no longer held")
@@ -41,7 +41,7 @@ struct HandlerTests {
         let log = EventLog()
         let runner = AttemptRunner(slots: 1, worker: "w1", events: log.sink)
         runner.run(handler("sleep", "1000", id: 1, timeout: 0.2))
-        let completion = try #require(await log.completion(key(1), timeout: 5))
+        let completion = try #require(await log.completion(key(1), timeout: 30))
         #expect(completion.report.status == .failed)
         #expect(completion.report.reason == .timeout)
     }

@@ -52,9 +52,11 @@ struct MultipleCommandTests {
         let (log, _) = start(operation)
         #expect(await log.started(key))
         operation.cancel()
-        let completion = try #require(await log.completion(key, timeout: 5))
+        let completion = try #require(await log.completion(key, timeout: 30))
         #expect(completion.report.status == .cancelled)
-        #expect(groups.all.count == 2)
+        // A cancel that lands between the two spawns stops the second before it starts; whatever
+        // was spawned must be gone.
+        #expect((1...2).contains(groups.all.count))
         for pgid in groups.all { #expect(!groupIsAlive(pgid)) }
     }
 }

@@ -1,0 +1,89 @@
+import Foundation
+import OPQCore
+import Yams
+
+/// A parsed job file: the ``Submission`` it describes and where each operation is written.
+///
+/// YAML and JSON share one schema (docs/job-files.md) and one parser: JSON is read as YAML (a file
+/// named `*.json` is first checked to be strict JSON), so both get the same line numbers in errors.
+/// A file is accepted whole or not at all: parsing also runs the scheduler's own submission checks
+/// (unknown dependencies, cycles, duplicate names, ranges), so a file that parses here is not refused
+/// by a coordinator for its contents.
+public struct JobFile: Sendable {
+    /// The file as the user named it (used in errors).
+    public var file: String
+    /// The operations and queue settings, in file order.
+    public var submission: Submission
+    /// Operation index (0-based, batch order) → 1-based line where the operation starts.
+    public var operationLines: [Int: Int]
+    /// Operation index → field (`name`, `timeout`, `after:NAME`, `commands[1]`) → line of its value.
+    var fieldLines: [Int: [String: Int]]
+    /// Queue name → line of its settings under `queues:`.
+    var queueLines: [String: Int]
+
+    /// Reads and parses the file at `path`.
+    /// - Throws: ``JobFileError`` naming the file, line and field of the first mistake.
+    public static func load(path: String) throws(JobFileError) -> JobFile {
+        let data: Data
+        do {
+            data = try Data(contentsOf: URL(fileURLWithPath: path))
+        } catch {
+            let reason = (error as NSError).localizedFailureReason ?? "\(error.localizedDescription)"
+            throw JobFileError(file: path, line: nil, message: "cannot read the file: \(reason)")
+        }
+        guard let text = String(data: data, encoding: .utf8) else {
+            throw JobFileError(file: path, line: nil, message: "the file is not UTF-8 text")
+        }
+        return try parse(text, file: path, isJSON: path.lowercased().hasSuffix(".json"))
+    }
+
+    /// Parses job-file text. `file` names it in errors; `isJSON` demands strict JSON.
+    /// - Throws: ``JobFileError`` naming the file, line and field of the first mistake.
+    public static func parse(_ text: String, file: String, isJSON: Bool = false) throws(JobFileError) -> JobFile {
+        if isJSON { try StrictJSON.check(text, file: file) }
+        let root: Node?
+        do {
+            root = try Yams.compose(yaml: text)
+        } catch {
+            throw syntaxError(error, file: file, isJSON: isJSON)
+        }
+        var parser = JobFileParser(file: file)
+        try parser.parse(root, endLine: text.split(separator: "\n", omittingEmptySubsequences: false).count)
+        let job = JobFile(file: file, submission: Submission(parser.operations, queueSettings: parser.queueSettings),
+                          operationLines: parser.operationLines, fieldLines: parser.fieldLines, queueLines: parser.queueLines)
+        try job.check()
+        return job
+    }
+
+    /// Runs the scheduler's submission checks on a throwaway scheduler and locates any refusal.
+    func check() throws(JobFileError) {
+        var scheduler = Scheduler()
+        do {
+            _ = try scheduler.submit(submission, at: 0)
+        } catch {
+            throw locate(error)
+        }
+    }
+
+    /// A Yams error as a located syntax error.
+    private static func syntaxError(_ error: Error, file: String, isJSON: Bool) -> JobFileError {
+        let kind = isJSON ? "JSON" : "YAML"
+        if let error = error as? YamlError {
+            switch error {
+            case let .scanner(context, problem, mark, _), let .parser(context, problem, mark, _), let .composer(context, problem, mark, _):
+                let detail = context.map { "\($0.text) at line \($0.mark.line): " } ?? ""
+                return JobFileError(file: file, line: mark.line, message: "\(kind) syntax error: \(detail)\(problem) (column \(mark.column))")
+            default:
+                break
+            }
+            let description = "\(error)"
+            // Errors without a Mark payload (e.g. duplicate keys in newer Yams) start with "LINE:COLUMN:".
+            if let first = description.split(separator: ":").first, let line = Int(first) {
+                let message = description.split(separator: "\n").first.map(String.init) ?? description
+                return JobFileError(file: file, line: line, message: "\(kind) error: \(message)")
+            }
+            return JobFileError(file: file, line: nil, message: "\(kind) error: \(description)")
+        }
+        return JobFileError(file: file, line: nil, message: "\(kind) error: \(error)")
+    }
+}

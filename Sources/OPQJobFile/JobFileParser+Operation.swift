@@ -1,0 +1,106 @@
+import OPQCore
+import Yams
+
+extension JobFileParser {
+    static let operationFields = [
+        "name", "command", "shell", "commands", "handler", "payload", "after", "requires", "priority", "qos",
+        "retries", "timeout", "env", "cwd", "labels", "queue", "barrier",
+    ]
+    /// The keys that say what an operation does; at most one per operation.
+    static let workFields = ["command", "shell", "commands", "handler"]
+
+    /// Parses one item of `operations` into the spec at `index`, applying the defaults.
+    mutating func parseOperation(_ node: Node, index k: Int) throws(JobFileError) {
+        var subject = "operation #\(k + 1)"
+        // Name the operation in errors about its other fields, even those written before `name`.
+        if case .mapping(let mapping) = node, case .scalar(let name)? = mapping.first(where: { $0.key.string == "name" })?.value,
+           !name.string.isEmpty {
+            subject = "operation '\(name.string)'"
+        }
+        let fields = try reader.fields(node, subject, field: subject, allowed: Self.operationFields)
+        operationLines[k] = NodeReader.line(of: node)
+        var lines: [String: Int] = [:]
+        for entry in fields.entries { lines[entry.key] = NodeReader.line(of: entry.value) }
+
+        var spec = OperationSpec(queue: defaults.queue, priority: defaults.priority, qualityOfService: defaults.qualityOfService,
+                                 requires: defaults.requires, retries: defaults.retries, timeout: defaults.timeout)
+        if let name = fields["name"] {
+            spec.name = try reader.string(name, subject, field: "name")
+            if !spec.name.isEmpty { subject = "operation '\(spec.name)'" }
+        }
+
+        let kinds = fields.entries.filter { Self.workFields.contains($0.key) }
+        if kinds.count > 1 {
+            let first = kinds[0], second = kinds[1]
+            let firstLine = NodeReader.line(of: first.keyNode).map { " (line \($0))" } ?? ""
+            throw reader.error(at: second.keyNode, subject, field: second.key,
+                               "'\(first.key)'\(firstLine) and '\(second.key)' are two kinds of work; an operation does one: "
+                                   + "command, shell, commands or handler (or nothing)")
+        }
+        var environment = defaults.environment
+        if let node = fields["env"] {
+            environment.merge(try reader.stringMap(node, subject, field: "env")) { $1 }
+        }
+        var workingDirectory = defaults.workingDirectory
+        if let node = fields["cwd"] { workingDirectory = try reader.string(node, subject, field: "cwd") }
+        let makesProcesses = fields["command"] != nil || fields["shell"] != nil || fields["commands"] != nil
+        for key in ["env", "cwd"] where fields[key] != nil && !makesProcesses {
+            throw reader.error(at: fields.keyNode(key), subject, field: key,
+                               "\(key) applies only to command, shell or commands, and this operation runs none")
+        }
+        if fields["payload"] != nil && fields["handler"] == nil {
+            throw reader.error(at: fields.keyNode("payload"), subject, field: "payload", "payload needs a handler")
+        }
+
+        for (key, keyNode, value) in fields.entries {
+            switch key {
+            case "command":
+                if case .scalar = value {
+                    throw reader.error(at: value, subject, field: key,
+                                       "command must be a list of arguments (argv), e.g. [gzip, -k, a.txt]; use 'shell' for a shell command line")
+                }
+                let argv = try reader.strings(value, subject, field: key, what: "a list of arguments (argv)").map(\.value)
+                spec.work = .command(Command(argv, environment: environment, workingDirectory: workingDirectory))
+            case "shell":
+                let script = try reader.string(value, subject, field: key)
+                spec.work = .command(.shell(script, environment: environment, workingDirectory: workingDirectory))
+            case "commands":
+                guard case .sequence(let items) = value else {
+                    throw reader.error(at: value, subject, field: key,
+                                       "commands must be a list of argv lists, not \(NodeReader.describe(value))")
+                }
+                var commands: [Command] = []
+                for (i, item) in items.enumerated() {
+                    lines["commands[\(i)]"] = NodeReader.line(of: item)
+                    if case .scalar = item {
+                        throw reader.error(at: item, subject, field: "commands[\(i)]",
+                                           "commands[\(i)] must be a list of arguments (argv), e.g. [sha256sum, a.gz]")
+                    }
+                    let argv = try reader.strings(item, subject, field: "commands[\(i)]", what: "a list of arguments (argv)").map(\.value)
+                    commands.append(Command(argv, environment: environment, workingDirectory: workingDirectory))
+                }
+                spec.work = .commands(commands)
+            case "handler":
+                let name = try reader.string(value, subject, field: key)
+                let payload = try fields["payload"].map { (node) throws(JobFileError) in try reader.string(node, subject, field: "payload") } ?? ""
+                spec.work = .handler(name: name, payload: Array(payload.utf8))
+            case "after":
+                for (name, node) in try reader.strings(value, subject, field: key, allowSingle: true, what: "a list of operation names") {
+                    spec.dependencies.append(.name(name))
+                    if lines["after:\(name)"] == nil { lines["after:\(name)"] = NodeReader.line(of: node) }
+                }
+            case "requires": spec.requires = try requirement(value, subject)
+            case "priority": spec.priority = try priority(value, subject)
+            case "qos": spec.qualityOfService = try qualityOfService(value, subject)
+            case "retries": spec.retries = try reader.int(value, subject, field: key)
+            case "timeout": spec.timeout = try reader.seconds(value, subject, field: key)
+            case "labels": spec.labels = try reader.stringMap(value, subject, field: key)
+            case "queue": spec.queue = try reader.string(value, subject, field: key)
+            case "barrier": spec.isBarrier = try reader.bool(value, subject, field: key)
+            default: _ = keyNode  // name, payload, env, cwd: read above
+            }
+        }
+        fieldLines[k] = lines
+        operations.append(spec)
+    }
+}

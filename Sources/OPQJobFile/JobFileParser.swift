@@ -1,0 +1,114 @@
+import OPQCore
+import Yams
+
+/// Settings that apply to every operation of a file unless the operation sets its own (`defaults:`).
+struct OperationDefaults {
+    var priority: QueuePriority = .normal
+    var requires: Requirement = .any
+    var retries = 0
+    var timeout: Double?
+    var environment: [String: String] = [:]
+    var workingDirectory: String?
+    var qualityOfService: QualityOfService = .default
+    /// The queue of operations that name none (top-level `queue:`).
+    var queue = "default"
+}
+
+/// Turns a composed document into a ``Submission``, recording where each operation and field is.
+struct JobFileParser {
+    static let topLevelFields = ["queue", "queues", "defaults", "operations"]
+    static let queueFields = ["maxConcurrent", "suspended"]
+    static let defaultFields = ["priority", "requires", "retries", "timeout", "env", "cwd", "qos"]
+
+    let reader: NodeReader
+    var defaults = OperationDefaults()
+    var operations: [OperationSpec] = []
+    var operationLines: [Int: Int] = [:]
+    /// Per operation index: field (`name`, `timeout`, `after:NAME`, `commands[1]`) → line.
+    var fieldLines: [Int: [String: Int]] = [:]
+    var queueLines: [String: Int] = [:]
+    var queueSettings: [(queue: String, settings: QueueSettings)] = []
+
+    init(file: String) { reader = NodeReader(file: file) }
+
+    /// Parses the whole document.
+    mutating func parse(_ root: Node?, endLine: Int) throws(JobFileError) {
+        guard let root else {
+            throw JobFileError(file: reader.file, line: 1, message: "the file is empty; a job file needs an 'operations' list")
+        }
+        let top = try reader.fields(root, nil, field: nil, allowed: Self.topLevelFields, what: "a mapping with an 'operations' list")
+        if let node = top["queue"] {
+            defaults.queue = try reader.string(node, nil, field: "queue")
+        }
+        if let node = top["defaults"] { try parseDefaults(node) }
+        if let node = top["queues"] { try parseQueues(node) }
+        guard let list = top["operations"] else {
+            throw reader.error(at: root, nil, field: "operations", "no 'operations' list; a job file needs at least one operation")
+        }
+        guard case .sequence(let sequence) = list else {
+            throw reader.error(at: list, nil, field: "operations", "operations must be a list, not \(NodeReader.describe(list))")
+        }
+        guard !sequence.isEmpty else {
+            throw reader.error(at: list, nil, field: "operations", "the operations list is empty; a job needs at least one operation")
+        }
+        for item in sequence { try parseOperation(item, index: operations.count) }
+    }
+
+    private mutating func parseDefaults(_ node: Node) throws(JobFileError) {
+        let subject = "defaults"
+        let fields = try reader.fields(node, subject, field: "defaults", allowed: Self.defaultFields)
+        for (key, _, value) in fields.entries {
+            switch key {
+            case "priority": defaults.priority = try priority(value, subject)
+            case "requires": defaults.requires = try requirement(value, subject)
+            case "retries": defaults.retries = try reader.int(value, subject, field: key)
+            case "timeout": defaults.timeout = try reader.seconds(value, subject, field: key)
+            case "env": defaults.environment = try reader.stringMap(value, subject, field: key)
+            case "cwd": defaults.workingDirectory = try reader.string(value, subject, field: key)
+            case "qos": defaults.qualityOfService = try qualityOfService(value, subject)
+            default: break
+            }
+        }
+    }
+
+    private mutating func parseQueues(_ node: Node) throws(JobFileError) {
+        let queues = try reader.fields(node, nil, field: "queues", allowed: nil, what: "a mapping of queue names to settings")
+        for (name, keyNode, value) in queues.entries {
+            let subject = "queue '\(name)'"
+            let fields = try reader.fields(value, subject, field: "queue '\(name)'", allowed: Self.queueFields)
+            var settings = QueueSettings()
+            if let node = fields["maxConcurrent"] { settings.maxConcurrent = try reader.int(node, subject, field: "maxConcurrent") }
+            if let node = fields["suspended"] { settings.isSuspended = try reader.bool(node, subject, field: "suspended") }
+            queueLines[name] = NodeReader.line(of: fields["maxConcurrent"] ?? keyNode)
+            queueSettings.append((name, settings))
+        }
+    }
+
+    // MARK: Shared field parsers
+
+    func priority(_ node: Node, _ subject: String?) throws(JobFileError) -> QueuePriority {
+        let levels = QueuePriority.allCases.reversed().map(\.description)
+        if case .scalar(let scalar) = node, let priority = QueuePriority(parsing: scalar.string) { return priority }
+        let written = (try? reader.string(node, subject, field: "priority")) ?? NodeReader.describe(node)
+        let hint = Suggestion.closest(to: written, among: levels).map { "did you mean '\($0)'? " } ?? ""
+        throw reader.error(at: node, subject, field: "priority",
+                           "unknown priority '\(written)' (\(hint)use \(levels.joined(separator: ", ")) or an integer)")
+    }
+
+    func qualityOfService(_ node: Node, _ subject: String?) throws(JobFileError) -> QualityOfService {
+        let names = QualityOfService.allCases.reversed().map(\.description)
+        let written = try reader.string(node, subject, field: "qos")
+        if let qos = QualityOfService(parsing: written) { return qos }
+        let hint = Suggestion.closest(to: written, among: names).map { "did you mean '\($0)'? " } ?? ""
+        throw reader.error(at: node, subject, field: "qos", "unknown qos '\(written)' (\(hint)use \(names.joined(separator: ", ")))")
+    }
+
+    func requirement(_ node: Node, _ subject: String?) throws(JobFileError) -> Requirement {
+        switch try reader.string(node, subject, field: "requires") {
+        case "any": return .any
+        case "success": return .success
+        case let written:
+            throw reader.error(at: node, subject, field: "requires", "requires must be 'any' or 'success', not '\(written)'")
+        }
+    }
+}

@@ -1,0 +1,31 @@
+import Foundation
+import OPQClient
+import OPQCore
+import OPQWire
+
+/// Opening a connection the way every command does: a quick round trip first, so an absent
+/// coordinator is reported at once with exit status 3 instead of a long request timeout.
+enum Connection {
+    static func open(_ endpoint: String, probeTimeout: Double = 5) throws(ExitStatus) -> CoordinatorConnection {
+        let connection: CoordinatorConnection
+        do {
+            connection = try CoordinatorConnection(endpoint: endpoint)
+        } catch {
+            throw fail(.unreachable, "cannot connect to \(endpoint): \(error)")
+        }
+        do {
+            try connection.request(timeout: probeTimeout) { $0.listQueues = Opq_V1_ListQueues() }
+        } catch {
+            throw fail(.unreachable, "\(error)")
+        }
+        return connection
+    }
+
+    /// A failed request as an exit status: unreachable for transport trouble, usage for refusals.
+    static func status(for error: ClientError) -> ExitStatus {
+        switch error {
+        case .refused(let refusal): fail(.usage, refusal.message)
+        default: fail(.unreachable, "\(error)")
+        }
+    }
+}

@@ -1,0 +1,67 @@
+import ArgumentParser
+import Foundation
+
+/// `opq`: run and manage Operation/OperationQueue work across processes and machines.
+@main
+struct OPQCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "opq",
+        abstract: "Run job files of dependent operations on opq workers, locally or on a running cluster.",
+        discussion: """
+            A job file (YAML or JSON, see docs/job-files.md) lists operations — commands, shell lines, handlers — with dependencies, priorities and queues, like Foundation's OperationQueue.
+
+            Examples:
+              opq run examples/media-pipeline.yaml     # private local cluster
+              opq run jobs.yaml --workers 4 --slots 2
+              opq submit jobs.yaml                     # to a running coordinator
+              opq submit jobs.yaml --json | jq .job
+              opq wait job-3 && echo all succeeded
+              opq status job-3 --json
+              opq cancel --job job-3
+              OPQ_COORDINATOR=tcp://127.0.0.1:7131 opq status
+
+            Exit status:
+              0  every operation succeeded (or the command did what it was asked)
+              1  some operation failed or was cancelled
+              2  usage error or job-file error (nothing was submitted)
+              3  cannot reach the coordinator
+              130  interrupted (Ctrl-C); opq run cancels the job first
+            """,
+        subcommands: [RunCommand.self, SubmitCommand.self, WaitCommand.self, StatusCommand.self, CancelCommand.self]
+    )
+
+    /// `opq --coordinator E status` → `opq status --coordinator E`: the global option may come before the
+    /// subcommand (ArgumentParser reads options only after the subcommand that declares them).
+    static func hoistingGlobalOptions(_ arguments: [String]) -> [String] {
+        var arguments = arguments
+        var hoisted: [String] = []
+        while let first = arguments.first {
+            if first == "--coordinator", arguments.count >= 2 {
+                hoisted += arguments.prefix(2)
+                arguments.removeFirst(2)
+            } else if first.hasPrefix("--coordinator=") {
+                hoisted.append(arguments.removeFirst())
+            } else {
+                break
+            }
+        }
+        guard !hoisted.isEmpty, !arguments.isEmpty else { return hoisted + arguments }
+        return [arguments[0]] + hoisted + arguments.dropFirst()
+    }
+
+    /// Runs the command line, mapping argument errors to exit status 2 (not ArgumentParser's 64).
+    static func main() {
+        do {
+            var command = try parseAsRoot(hoistingGlobalOptions(Array(CommandLine.arguments.dropFirst())))
+            try command.run()
+        } catch let status as ExitStatus {
+            Foundation.exit(status.rawValue)
+        } catch {
+            if exitCode(for: error) == .validationFailure {
+                FileHandle.standardError.write(Data((fullMessage(for: error) + "\n").utf8))
+                Foundation.exit(ExitStatus.usage.rawValue)
+            }
+            exit(withError: error)
+        }
+    }
+}

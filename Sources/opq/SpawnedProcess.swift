@@ -1,0 +1,90 @@
+import Foundation
+
+/// A child process of `opq` (coordinator or worker of an embedded cluster), in its own process group
+/// so that the terminal's Ctrl-C reaches only `opq`, which then shuts the cluster down in order.
+///
+/// Started through `setpriv --pdeathsig KILL` when available, so it dies with `opq` even if `opq` is
+/// killed outright. Output goes to a log file.
+final class SpawnedProcess {
+    let name: String
+    let pid: pid_t
+    let logPath: String
+    private(set) var exitStatus: Int32?
+
+    init(_ executable: String, _ arguments: [String], name: String, logPath: String) throws {
+        self.name = name
+        self.logPath = logPath
+        let log = open(logPath, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o644)
+        guard log >= 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+        defer { close(log) }
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_adddup2(&actions, log, 1)
+        posix_spawn_file_actions_adddup2(&actions, log, 2)
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+        posix_spawnattr_setpgroup(&attributes, 0)
+        var signals = sigset_t()
+        sigemptyset(&signals)
+        posix_spawnattr_setsigmask(&attributes, &signals)
+        sigfillset(&signals)
+        posix_spawnattr_setsigdefault(&attributes, &signals)
+
+        let setpriv = "/usr/bin/setpriv"
+        let command = FileManager.default.isExecutableFile(atPath: setpriv)
+            ? [setpriv, "--pdeathsig", "KILL", "--", executable] + arguments
+            : [executable] + arguments
+        let argv = command.map { strdup($0) } + [nil]
+        defer { for pointer in argv { free(pointer) } }
+        var child: pid_t = 0
+        let result = posix_spawn(&child, command[0], &actions, &attributes, argv, environ)
+        guard result == 0 else { throw POSIXError(POSIXErrorCode(rawValue: result) ?? .EIO) }
+        pid = child
+    }
+
+    /// True until the process has exited (and been reaped).
+    var isRunning: Bool {
+        guard exitStatus == nil else { return false }
+        var raw: Int32 = 0
+        let result = waitpid(pid, &raw, WNOHANG)
+        if result == pid || (result < 0 && errno == ECHILD) {
+            exitStatus = raw
+            return false
+        }
+        return true
+    }
+
+    /// Sends `signal` to the process.
+    func signal(_ signal: Int32) { if isRunning { Glibc.kill(pid, signal) } }
+
+    /// Waits up to `seconds` for the process to exit; true if it did.
+    @discardableResult
+    func waitForExit(within seconds: Double) -> Bool {
+        let deadline = Date().addingTimeInterval(seconds)
+        while isRunning {
+            guard Date() < deadline else { return false }
+            usleep(20_000)
+        }
+        return true
+    }
+
+    /// Kills the whole process group and reaps the process.
+    func kill() {
+        guard isRunning else { return }
+        Glibc.kill(-pid, SIGKILL)
+        Glibc.kill(pid, SIGKILL)
+        var raw: Int32 = 0
+        while waitpid(pid, &raw, 0) < 0 && errno == EINTR {}
+        exitStatus = raw
+    }
+
+    /// The last `count` lines of the process's log.
+    func logTail(_ count: Int = 20) -> String {
+        let text = (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? ""
+        return text.split(separator: "\n", omittingEmptySubsequences: false).suffix(count).joined(separator: "\n")
+    }
+}

@@ -1,0 +1,70 @@
+import ArgumentParser
+import Foundation
+import OPQClient
+import OPQCore
+import OPQJobFile
+import OPQWire
+
+/// `opq submit FILE`: send a job file to a running coordinator.
+struct SubmitCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "submit",
+        abstract: "Submit a job file to a running coordinator and print the job id.",
+        discussion: """
+            The file is checked completely first (syntax, fields, dependencies, cycles); a file with any error submits nothing and exits with status 2, naming the file, line and field.
+
+            Examples:
+              opq submit jobs.yaml                 # prints e.g. job-4
+              opq wait "$(opq submit jobs.yaml)"
+              opq submit jobs.yaml --wait          # progress, then exit 0 or 1
+              opq submit jobs.yaml --json   # {"job": 4, "operations": [{"id": 17, "name": …}]}
+              opq --coordinator tcp://127.0.0.1:7131 submit jobs.json
+            """
+    )
+
+    @OptionGroup var global: GlobalOptions
+
+    @Argument(help: "The job file (YAML, or JSON when it ends in .json).")
+    var file: String
+
+    @Flag(help: "Wait until the job has finished; exit 0 only if every operation succeeded.")
+    var wait = false
+
+    @Flag(help: "Print {\"job\": ID, \"operations\": [{\"id\": ID, \"name\": NAME}, ...]} instead of the job id.")
+    var json = false
+
+    func run() throws {
+        let jobFile = try JobFileLoading.load(file)
+        let connection = try Connection.open(global.endpoint)
+        let receipt: Opq_V1_SubmitAccepted
+        do {
+            receipt = try connection.submit(jobFile.submission)
+        } catch {
+            throw JobFileLoading.status(for: error, jobFile: jobFile)
+        }
+        let specs = jobFile.submission.operations
+        if json {
+            let operations: [[String: Any]] = zip(receipt.operations, specs).map { ["id": $0, "name": $1.name] }
+            print(JSONOutput.string(["job": receipt.job, "operations": operations]))
+        } else {
+            print("job-\(receipt.job)")
+        }
+        guard wait else { return }
+        SignalTrap.install()
+        var names: [UInt64: String] = [:]
+        for (id, spec) in zip(receipt.operations, specs) { names[id] = spec.name }
+        do {
+            if !json {
+                let progress = JobProgress(connection: connection, job: receipt.job, names: names, interactive: isatty(STDOUT_FILENO) == 1)
+                if try progress.follow() == .interrupted {
+                    throw fail(.interrupted, "interrupted; job-\(receipt.job) goes on (cancel it with: opq cancel --job job-\(receipt.job))")
+                }
+            }
+            let summary = try WaitCommand.waitForJob(connection, job: receipt.job)
+            if !json { summary.print(title: "job-\(receipt.job)", elapsed: 0, connection: connection) }
+            if !summary.allSucceeded { throw ExitStatus.someFailed }
+        } catch let error as ClientError {
+            throw Connection.status(for: error)
+        }
+    }
+}

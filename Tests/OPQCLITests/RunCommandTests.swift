@@ -1,0 +1,79 @@
+import Foundation
+import Testing
+
+@Suite(.serialized) struct RunCommandTests {
+    @Test func theExamplePipelineSucceedsAndPrintsASummary() throws {
+        let scratch = try Scratch()
+        defer { scratch.remove() }
+        let example = Executables.repository.appendingPathComponent("examples/media-pipeline.yaml").path
+        let run = try Run("opq", ["run", example, "--workers", "2", "--slots", "2"], in: scratch, environment: ["TMPDIR": scratch.path("")])
+        let status = run.finish(within: 120)
+        #expect(status == 0, "stdout:\n\(run.stdout)\nstderr:\n\(run.stderr)")
+        #expect(run.stdout.contains("14 operations in"))
+        #expect(run.stdout.contains("succeeded 14, failed 0, cancelled 0"))
+        #expect(run.stdout.contains("slowest:"))
+        #expect(run.stdout.contains("succeeded manifest (op-14)"), "plain progress lines when stdout is not a terminal")
+        let left = try FileManager.default.contentsOfDirectory(atPath: scratch.path("")).filter { $0.hasPrefix("opq-run-") }
+        #expect(left.isEmpty, "the private cluster directory is removed")
+    }
+
+    @Test func aJobFileErrorExitsWithStatus2NamingTheLine() throws {
+        let scratch = try Scratch()
+        defer { scratch.remove() }
+        let file = try scratch.write("jobs.yaml", """
+            operations:
+              - name: fetch
+                command: [echo, hi]
+              - name: encode
+                after: [fetchh]
+            """)
+        let run = try Run("opq", ["run", file], in: scratch)
+        #expect(run.finish(within: 30) == 2)
+        #expect(run.stderr == "\(file):5: operation 'encode': unknown dependency 'fetchh' (did you mean 'fetch'?)\n")
+        #expect(run.stdout.isEmpty, "nothing ran")
+    }
+
+    @Test func aFailingOperationExitsWithStatus1AndTheSummaryShowsItsLastOutput() throws {
+        let scratch = try Scratch()
+        defer { scratch.remove() }
+        let file = try scratch.write("jobs.yaml", """
+            defaults: {requires: success}
+            operations:
+              - name: fine
+                command: [echo, fine]
+              - name: broken
+                shell: 'echo "step 1"; echo "disk full: cannot write out.bin" >&2; exit 3'
+              - name: downstream
+                after: [broken]
+                command: [echo, never]
+            """)
+        let run = try Run("opq", ["run", file], in: scratch)
+        #expect(run.finish(within: 60) == 1, "stdout:\n\(run.stdout)\nstderr:\n\(run.stderr)")
+        #expect(run.stdout.contains("succeeded 1, failed 1, cancelled 1"))
+        #expect(run.stdout.contains("failed broken (op-2): exit status 3"))
+        #expect(run.stdout.contains("stderr | disk full: cannot write out.bin"))
+        #expect(run.stdout.contains("cancelled downstream (op-3): a dependency failed"))
+    }
+
+    @Test func interruptCancelsStopsEverythingAndRemovesTheDirectory() throws {
+        let scratch = try Scratch()
+        defer { scratch.remove() }
+        let marker = "41.\(Int.random(in: 100...999))"
+        let file = try scratch.write("jobs.yaml", """
+            operations:
+              - name: nap
+                command: [sleep, "\(marker)"]
+              - name: shell-nap
+                shell: "sleep \(marker)"
+            """)
+        let run = try Run("opq", ["run", file, "--workers", "2"], in: scratch, environment: ["TMPDIR": scratch.path("")])
+        #expect(run.waitForOutput("started   shell-nap", within: 30) && run.waitForOutput("started   nap", within: 30), "\(run.stdout)\(run.stderr)")
+        kill(run.process.processIdentifier, SIGINT)
+        #expect(run.finish(within: 20) == 130, "\(run.stdout)\(run.stderr)")
+        #expect(run.stderr.contains("interrupted; cancelling job-1"))
+        #expect(processes(containing: marker).isEmpty, "no command left running")
+        #expect(processes(containing: scratch.path("opq-run-")).isEmpty, "no coordinator or worker left running")
+        let left = try FileManager.default.contentsOfDirectory(atPath: scratch.path("")).filter { $0.hasPrefix("opq-run-") }
+        #expect(left.isEmpty, "no socket file or directory left behind")
+    }
+}
