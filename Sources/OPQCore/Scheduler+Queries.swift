@@ -134,6 +134,16 @@ extension Scheduler {
         public var qualityOfService: QualityOfService
         /// Attempt time limit in seconds (the core enforces it; workers may too).
         public var timeout: Double?
+
+        /// Creates dispatch details.
+        public init(name: String, job: JobID, queue: String, work: Work, qualityOfService: QualityOfService, timeout: Double?) {
+            self.name = name
+            self.job = job
+            self.queue = queue
+            self.work = work
+            self.qualityOfService = qualityOfService
+            self.timeout = timeout
+        }
     }
 
     /// The details to send with a `.dispatch` of `id`, or nil if unknown.

@@ -57,17 +57,11 @@ extension Opq_V1_KillReason {
 extension Opq_V1_Dispatch {
     /// A dispatch of attempt `attempt` of the operation `operation` describes (`Effect.dispatch`).
     public init(_ operation: Scheduler.OperationSnapshot, attempt: Int, killGrace: Double) {
-        self.init()
-        self.operation = operation.id.rawValue
-        self.attempt = UInt32(clamping: attempt)
-        name = operation.name
-        job = operation.job.rawValue
-        queue = operation.queue
-        work = Opq_V1_Work(operation.work)
-        qos = Opq_V1_QualityOfService(operation.qualityOfService)
-        if let timeout = operation.timeout { timeoutSeconds = timeout }
-        killGraceSeconds = killGrace
+        self.init(operation.id, attempt: attempt, details: Scheduler.DispatchDetails(
+            name: operation.name, job: operation.job, queue: operation.queue, work: operation.work,
+            qualityOfService: operation.qualityOfService, timeout: operation.timeout), killGrace: killGrace)
     }
+
 }
 
 extension Opq_V1_Kill {
