@@ -47,11 +47,11 @@ extension Coordinator {
             case let .kill(id, attempt, worker, reason):
                 orders[worker, default: []].append(.kill(Opq_V1_Kill(id, attempt: attempt, reason: reason)))
             case .notify(let event):
-                let numbered = events.append { $0.operation = Opq_V1_OperationEvent(event) }
+                let numbered = events.append(.operation(event))
                 route(numbered, job: event.job, operation: event.operation)
                 if event.state == .finished { somethingFinished = true }
             case .jobFinished(let job):
-                let numbered = events.append { $0.jobFinished = job.rawValue }
+                let numbered = events.append(.jobFinished(job))
                 route(numbered, job: job, operation: nil)
                 somethingFinished = true
             case .journal:
@@ -61,7 +61,7 @@ extension Coordinator {
     }
 
     /// Queues `event` on every watcher whose scope covers it.
-    func route(_ event: Opq_V1_Event, job: JobID?, operation: OperationID?) {
+    func route(_ event: LoggedEvent, job: JobID?, operation: OperationID?) {
         guard !watchers.isEmpty else { return }
         let job = job ?? operation.flatMap { core.dispatchDetails($0)?.job }
         var queue: String??
@@ -81,7 +81,7 @@ extension Coordinator {
             var message = Opq_V1_CoordinatorToClient()
             message.events.watch = watcher.watch
             message.events.previous = watcher.previous
-            message.events.items = watcher.pending
+            message.events.items = watcher.pending.map(\.wire)
             watchers[key]!.previous = watcher.pending.last!.sequence
             watchers[key]!.pending.removeAll()
             queueToClient(message, identity: watcher.identity, now: true)

@@ -79,14 +79,12 @@ extension Coordinator {
             watcher.pending = replay.filter { event in
                 switch event.kind {
                 case .operation(let change):
-                    return watcher.covers(job: JobID(change.job)) { core.queueName(of: OperationID(change.operation)) }
+                    return watcher.covers(job: change.job) { core.queueName(of: change.operation) }
                 case .jobFinished(let job):
-                    return watcher.covers(job: JobID(job)) { nil }
+                    return watcher.covers(job: job) { nil }
                 case .progress(let progress):
                     let id = OperationID(progress.operation)
                     return watcher.covers(job: core.dispatchDetails(id)?.job ?? JobID(0)) { core.queueName(of: id) }
-                case nil:
-                    return false
                 }
             }
         } else {

@@ -93,7 +93,7 @@ extension Coordinator {
                 errorMessage: finished.errorMessage), for: id)
         case .progress(let progress):
             core.heartbeat(from: session.handle, at: now)
-            let event = events.append { $0.progress = progress }
+            let event = events.append(.progress(progress))
             route(event, job: nil, operation: OperationID(progress.operation))
         case nil:
             break

@@ -2,31 +2,54 @@ import DequeModule
 import OPQCore
 import OPQWire
 
+/// One numbered event, kept in the core's own (cheap) form; it becomes a wire message only when a
+/// watcher is sent it.
+struct LoggedEvent {
+    enum Kind {
+        case operation(OperationEvent)
+        case jobFinished(JobID)
+        case progress(Opq_V1_Progress)
+    }
+
+    let sequence: UInt64
+    let kind: Kind
+
+    /// The event as the protocol carries it.
+    var wire: Opq_V1_Event {
+        var event = Opq_V1_Event()
+        event.sequence = sequence
+        switch kind {
+        case .operation(let change): event.operation = Opq_V1_OperationEvent(change)
+        case .jobFinished(let job): event.jobFinished = job.rawValue
+        case .progress(let progress): event.progress = progress
+        }
+        return event
+    }
+}
+
 /// The coordinator's numbered event history (Clone pattern): every event gets the next global sequence
 /// number; the most recent ones are kept so a watcher that saw a gap can resume without a snapshot.
 struct EventLog {
     /// Sequence of the last event appended (0 = none yet).
     private(set) var lastSequence: UInt64 = 0
     /// Recent events, oldest first.
-    private var recent = Deque<Opq_V1_Event>()
+    private var recent = Deque<LoggedEvent>()
     /// How many events are kept.
     let capacity: Int
 
     init(capacity: Int) { self.capacity = max(1, capacity) }
 
-    /// Numbers and keeps `fill`'s event; returns it.
-    mutating func append(_ fill: (inout Opq_V1_Event) -> Void) -> Opq_V1_Event {
+    /// Numbers and keeps an event; returns it.
+    mutating func append(_ kind: LoggedEvent.Kind) -> LoggedEvent {
         lastSequence += 1
-        var event = Opq_V1_Event()
-        event.sequence = lastSequence
-        fill(&event)
+        let event = LoggedEvent(sequence: lastSequence, kind: kind)
         recent.append(event)
         if recent.count > capacity { recent.removeFirst() }
         return event
     }
 
     /// The kept events after `sequence`, or nil when some of them are no longer kept.
-    func events(after sequence: UInt64) -> [Opq_V1_Event]? {
+    func events(after sequence: UInt64) -> [LoggedEvent]? {
         guard sequence <= lastSequence else { return nil }
         if sequence == lastSequence { return [] }
         guard let first = recent.first, first.sequence <= sequence + 1 else { return nil }
@@ -52,7 +75,7 @@ struct Watcher {
     /// Sequence of the last thing sent on the stream.
     var previous: UInt64
     /// Events to send at the end of this turn.
-    var pending: [Opq_V1_Event] = []
+    var pending: [LoggedEvent] = []
 
     struct Key: Hashable {
         let identity: [UInt8]

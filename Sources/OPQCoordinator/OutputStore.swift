@@ -24,8 +24,12 @@ struct OutputStore {
 
     subscript(id: OperationID) -> Record? { records[id] }
 
-    /// Keeps `record` as the last report of `id`, dropping the oldest records beyond the budget.
+    /// Keeps `record` as the last report of `id`, dropping the oldest records beyond the budget. A report
+    /// with nothing to keep (a handler's: no output, no exit status) is not stored unless it replaces one.
     mutating func record(_ record: Record, for id: OperationID) {
+        let isBare = record.exitCode == nil && record.signal == nil && record.stdout.isEmpty && record.stderr.isEmpty
+            && record.errorMessage.isEmpty
+        if isBare && records[id] == nil { return }
         if let old = records[id] {
             bytes -= old.stdout.count + old.stderr.count
         } else {

@@ -45,8 +45,8 @@ final class Run: @unchecked Sendable {
         let tag = UUID().uuidString.prefix(6)
         stdoutPath = scratch.path("\(executable)-\(tag).out")
         stderrPath = scratch.path("\(executable)-\(tag).err")
-        FileManager.default.createFile(atPath: stdoutPath, contents: nil)
-        FileManager.default.createFile(atPath: stderrPath, contents: nil)
+        _ = FileManager.default.createFile(atPath: stdoutPath, contents: nil)
+        _ = FileManager.default.createFile(atPath: stderrPath, contents: nil)
         process.executableURL = URL(fileURLWithPath: Executables.path(executable))
         process.arguments = arguments
         process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
