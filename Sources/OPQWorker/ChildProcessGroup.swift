@@ -8,7 +8,9 @@ import Glibc
 ///
 /// - The leader is spawned by ``spawn(_:niceness:killGracePeriod:onEnd:)`` with `POSIX_SPAWN_SETPGROUP`,
 ///   so its pid is the group id and everything it starts stays in the group unless it leaves on purpose.
-/// - stdout and stderr are pipes drained by two `DispatchSource`s into 64 KiB ``TailBuffer``s.
+/// - stdout and stderr are pipes drained by one dedicated thread (`poll` on both) into 64 KiB
+///   ``TailBuffer``s. No Dispatch sources: libdispatch's event loop crashed intermittently here when
+///   pipe descriptors were closed and reused under load, and a blocked Dispatch pool must not delay output.
 /// - A dedicated thread blocks in `waitpid(-pgid)`. The worker is a child subreaper, so members orphaned
 ///   by the leader's exit are re-parented to it and reaped by the same loop: when `waitpid` answers
 ///   `ECHILD`, no member of the group is left, not even a zombie.
@@ -48,12 +50,10 @@ final class ChildProcessGroup: @unchecked Sendable {
     private var openStreams = 2
     private var ended = false
 
-    /// Owned by `drainQueue`.
-    private let drainQueue: DispatchQueue
+    /// Guarded by `lock`.
     private var stdoutTail = TailBuffer()
     private var stderrTail = TailBuffer()
-    private var sources: [DispatchSourceRead] = []
-    private var scratch = [UInt8](repeating: 0, count: 64 * 1024)
+    private var reapedAt: Double = 0
 
     /// How long to wait for pipe EOF once the group is reaped (a process that left the group may still
     /// hold the pipes open; its output is not waited for beyond this).
@@ -63,7 +63,6 @@ final class ChildProcessGroup: @unchecked Sendable {
         self.pid = pid
         self.killGracePeriod = killGracePeriod
         self.onEnd = onEnd
-        self.drainQueue = DispatchQueue(label: "opq.worker.output.\(pid)")
     }
 
     /// Spawns `command` in a new process group with niceness at least `niceness`, and starts draining and
@@ -89,10 +88,10 @@ final class ChildProcessGroup: @unchecked Sendable {
         Pipe.close(stdoutPipe.write)
         Pipe.close(stderrPipe.write)
         let group = ChildProcessGroup(pid: pid, killGracePeriod: killGracePeriod, onEnd: onEnd)
-        group.drainQueue.sync {
-            group.startDrain(stdoutPipe.read, isStdout: true)
-            group.startDrain(stderrPipe.read, isStdout: false)
-        }
+        let drainer = Thread { group.drainLoop(stdout: stdoutPipe.read, stderr: stderrPipe.read) }
+        drainer.name = "opq-drain-\(pid)"
+        drainer.stackSize = 256 * 1024
+        drainer.start()
         let reaper = Thread { group.reapLoop() }
         reaper.name = "opq-reap-\(pid)"
         reaper.stackSize = 256 * 1024
@@ -143,13 +142,14 @@ final class ChildProcessGroup: @unchecked Sendable {
             }
             if reaped == pid { leaderExited(status) }
         }
-        lock.withLock { groupReaped = true }
-        drainQueue.asyncAfter(deadline: .now() + Self.drainGraceAfterExit) { [self] in
-            streamEnded(0)
-            streamEnded(1)
+        lock.withLock {
+            groupReaped = true
+            reapedAt = Self.now()
         }
-        drainQueue.async { [self] in endIfDone() }
+        endIfDone()
     }
+
+    private static func now() -> Double { Double(DispatchTime.now().uptimeNanoseconds) / 1e9 }
 
     private func leaderExited(_ status: Int32) {
         let signal = status & 0x7f
@@ -159,57 +159,50 @@ final class ChildProcessGroup: @unchecked Sendable {
         terminate()
     }
 
-    /// Runs on `drainQueue`.
-    private func startDrain(_ fd: Int32, isStdout: Bool) {
-        _ = try? SystemCall.check("fcntl", "O_NONBLOCK") { fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) }
-        let source = DispatchSource.makeReadSource(fileDescriptor: fd, queue: drainQueue)
-        source.setEventHandler { [unowned self] in
-            if drain(fd, isStdout: isStdout) { streamEnded(isStdout ? 0 : 1) }
+    /// Runs on the drain thread: reads both pipes until end of file, or until `drainGraceAfterExit` after
+    /// the group was reaped (a process that left the group may hold them open).
+    private func drainLoop(stdout: Int32, stderr: Int32) {
+        var open: [(fd: Int32, isStdout: Bool)] = [(stdout, true), (stderr, false)]
+        var scratch = [UInt8](repeating: 0, count: 64 * 1024)
+        while !open.isEmpty {
+            let (reaped, since) = lock.withLock { (groupReaped, reapedAt) }
+            var timeout: Int32 = 100  // ms: notices the reap without a wake-up channel
+            if reaped {
+                let left = Self.drainGraceAfterExit - (Self.now() - since)
+                if left <= 0 { break }
+                timeout = Int32(max(1, left * 1000))
+            }
+            var polls = open.map { pollfd(fd: $0.fd, events: Int16(POLLIN), revents: 0) }
+            let ready = poll(&polls, nfds_t(polls.count), timeout)
+            if ready < 0 && errno != EINTR { break }
+            guard ready > 0 else { continue }
+            for (k, item) in polls.enumerated().reversed() where item.revents != 0 {
+                let count = scratch.withUnsafeMutableBytes { read(item.fd, $0.baseAddress, $0.count) }
+                if count > 0 {
+                    scratch.withUnsafeBytes { bytes in
+                        let chunk = UnsafeRawBufferPointer(rebasing: bytes[..<count])
+                        lock.withLock {
+                            if open[k].isStdout { stdoutTail.append(chunk) } else { stderrTail.append(chunk) }
+                        }
+                    }
+                } else if count == 0 || (errno != EINTR && errno != EAGAIN) {
+                    Pipe.close(item.fd)
+                    open.remove(at: k)
+                }
+            }
         }
-        // The descriptor is closed only once Dispatch has let go of it (which can take a while on Linux,
-        // so the end of the stream is counted when EOF is read, not here).
-        source.setCancelHandler { Pipe.close(fd) }
-        sources.append(source)
-        source.resume()
-    }
-
-    /// Runs on `drainQueue`: stream 0 (stdout) or 1 (stderr) is done, at EOF or given up on.
-    private func streamEnded(_ index: Int) {
-        guard sources.indices.contains(index), !sources[index].isCancelled else { return }
-        sources[index].cancel()
-        lock.withLock { openStreams -= 1 }
+        for item in open { Pipe.close(item.fd) }
+        lock.withLock { openStreams = 0 }
         endIfDone()
     }
 
-    /// Reads what is available; returns true at end of file (or on an error that ends the stream).
-    private func drain(_ fd: Int32, isStdout: Bool) -> Bool {
-        while true {
-            let read = scratch.withUnsafeMutableBytes { buffer in
-                Result { () throws(SystemError) -> Int in
-                    try SystemCall.check("read", "output pipe") { Glibc.read(fd, buffer.baseAddress, buffer.count) }
-                }
-            }
-            let count: Int
-            switch read {
-            case .success(let n): count = n
-            case .failure(let error): return error.errno != EAGAIN && error.errno != EWOULDBLOCK
-            }
-            if count == 0 { return true }
-            scratch.withUnsafeBytes { bytes in
-                let chunk = UnsafeRawBufferPointer(rebasing: bytes[..<count])
-                if isStdout { stdoutTail.append(chunk) } else { stderrTail.append(chunk) }
-            }
-        }
-    }
-
-    /// Runs on `drainQueue`.
+    /// Calls `onEnd` once both the group is reaped and the pipes are done (from whichever thread is last).
     private func endIfDone() {
-        let outcome: (Termination?, Bool)? = lock.withLock {
+        let outcome: Outcome? = lock.withLock {
             guard groupReaped, openStreams == 0, !ended else { return nil }
             ended = true
-            return (termination, killedByUs)
+            return Outcome(termination: termination, killedByUs: killedByUs, stdout: stdoutTail, stderr: stderrTail)
         }
-        guard let (termination, killedByUs) = outcome else { return }
-        onEnd(Outcome(termination: termination, killedByUs: killedByUs, stdout: stdoutTail, stderr: stderrTail))
+        if let outcome { onEnd(outcome) }
     }
 }

@@ -58,6 +58,22 @@ final class JobProgress {
             case .snapshot(let snapshot) where snapshot.watch == watchID:
                 lastSequence = snapshot.sequence
                 for info in snapshot.operations {
+                    // What happened before the stream started is told like an event, so no start or
+                    // finish goes unreported when the job is faster than the watch.
+                    var change = Opq_V1_OperationEvent()
+                    change.operation = info.id
+                    change.worker = info.worker
+                    if info.state == .executing, states[info.id] != .executing {
+                        change.state = .executing
+                        apply(change)
+                    } else if info.state == .finished, states[info.id] != .finished {
+                        change.state = .finished
+                        change.outcome = info.outcome
+                        change.reason = info.reason
+                        if info.hasExitCode { change.exitCode = info.exitCode }
+                        if info.hasSignal { change.signal = info.signal }
+                        apply(change)
+                    }
                     states[info.id] = info.state
                     if info.state == .finished { outcomes[info.id] = info.outcome }
                 }

@@ -34,55 +34,115 @@ struct Scratch {
     func remove() { try? FileManager.default.removeItem(at: url) }
 }
 
-/// One run of a built executable, output captured to files; killed (SIGKILL) if it outlives its deadline
-/// or the test.
+/// One run of a built executable: stdout read through a pipe, stderr to a file; killed (SIGKILL) if it
+/// outlives its deadline or the test.
+///
+/// Spawned with `posix_spawn`; one thread reads stdout and one waits for the exit, each signalling a
+/// condition, so the test waits on the events themselves (with deadlines), never by sleeping.
 final class Run: @unchecked Sendable {
-    let process = Process()
-    let stdoutPath: String
+    let pid: pid_t
     let stderrPath: String
+    private let changed = NSCondition()
+    private var output: [UInt8] = []
+    private var outputEnded = false
+    private var status: Int32?
 
     init(_ executable: String, _ arguments: [String], in scratch: Scratch, environment: [String: String] = [:]) throws {
-        let tag = UUID().uuidString.prefix(6)
-        stdoutPath = scratch.path("\(executable)-\(tag).out")
-        stderrPath = scratch.path("\(executable)-\(tag).err")
-        _ = FileManager.default.createFile(atPath: stdoutPath, contents: nil)
-        _ = FileManager.default.createFile(atPath: stderrPath, contents: nil)
-        process.executableURL = URL(fileURLWithPath: Executables.path(executable))
-        process.arguments = arguments
-        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
-        process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: stdoutPath))
-        process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: stderrPath))
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
+        stderrPath = scratch.path("\(executable)-\(UUID().uuidString.prefix(6)).err")
+        let errors = open(stderrPath, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        guard errors >= 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+        defer { close(errors) }
+        var fds: [Int32] = [-1, -1]
+        guard pipe(&fds) == 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+        for fd in fds { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_adddup2(&actions, fds[1], 1)
+        posix_spawn_file_actions_adddup2(&actions, errors, 2)
+        let path = Executables.path(executable)
+        let argv = ([path] + arguments).map { strdup($0) } + [nil]
+        let merged = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        let envp = merged.map { strdup("\($0.key)=\($0.value)") } + [nil]
+        defer { for pointer in argv + envp { free(pointer) } }
+        var child: pid_t = 0
+        let result = posix_spawn(&child, path, &actions, nil, argv, envp)
+        close(fds[1])
+        guard result == 0 else {
+            close(fds[0])
+            throw POSIXError(POSIXErrorCode(rawValue: result) ?? .EIO)
+        }
+        pid = child
+        let spawned = child
+        let reader = fds[0]
+        Thread { [self] in
+            var buffer = [UInt8](repeating: 0, count: 65_536)
+            while true {
+                let count = read(reader, &buffer, buffer.count)
+                if count < 0 && errno == EINTR { continue }
+                guard count > 0 else { break }
+                changed.withLock {
+                    output += buffer[..<count]
+                    changed.broadcast()
+                }
+            }
+            close(reader)
+            changed.withLock {
+                outputEnded = true
+                changed.broadcast()
+            }
+        }.start()
+        Thread { [self] in
+            var raw: Int32 = 0
+            while waitpid(spawned, &raw, 0) < 0 && errno == EINTR {}
+            changed.withLock {
+                status = raw
+                changed.broadcast()
+            }
+        }.start()
     }
 
-    var stdout: String { (try? String(contentsOfFile: stdoutPath, encoding: .utf8)) ?? "" }
+    var stdout: String { changed.withLock { String(decoding: output, as: UTF8.self) } }
     var stderr: String { (try? String(contentsOfFile: stderrPath, encoding: .utf8)) ?? "" }
 
-    /// Waits up to `seconds` for the exit status; kills the process and returns nil if it is still running.
+    private var isRunning: Bool { changed.withLock { status == nil } }
+
+    /// Waits up to `seconds` for the exit; returns the exit code (128 + signal when killed by one), or
+    /// kills the process and returns nil if it is still running.
     func finish(within seconds: Double) -> Int32? {
         let deadline = Date().addingTimeInterval(seconds)
-        while process.isRunning && Date() < deadline { usleep(20_000) }
-        guard !process.isRunning else { stop(); return nil }
-        process.waitUntilExit()
-        return process.terminationStatus
+        let raw: Int32? = changed.withLock {
+            while status == nil, changed.wait(until: deadline) {}
+            return status
+        }
+        guard let raw else {
+            stop()
+            return nil
+        }
+        // Everything it wrote before exiting is read before the caller looks at stdout.
+        let drained = Date().addingTimeInterval(5)
+        changed.withLock { while !outputEnded, changed.wait(until: drained) {} }
+        let signal = raw & 0x7f
+        return signal == 0 ? (raw >> 8) & 0xff : 128 + signal
     }
 
     /// Waits up to `seconds` until stdout contains `text`.
     func waitForOutput(_ text: String, within seconds: Double) -> Bool {
         let deadline = Date().addingTimeInterval(seconds)
-        while Date() < deadline {
-            if stdout.contains(text) { return true }
-            usleep(20_000)
+        return changed.withLock {
+            while !String(decoding: output, as: UTF8.self).contains(text) {
+                guard changed.wait(until: deadline) else { return String(decoding: output, as: UTF8.self).contains(text) }
+            }
+            return true
         }
-        return false
     }
 
     func stop() {
-        if process.isRunning {
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
-        }
+        guard isRunning else { return }
+        kill(pid, SIGKILL)
+        let deadline = Date().addingTimeInterval(10)
+        changed.withLock { while status == nil, changed.wait(until: deadline) {} }
     }
 
     deinit { stop() }

@@ -68,7 +68,7 @@ import Testing
             """)
         let run = try Run("opq", ["run", file, "--workers", "2"], in: scratch, environment: ["TMPDIR": scratch.path("")])
         #expect(run.waitForOutput("started   shell-nap", within: 30) && run.waitForOutput("started   nap", within: 30), "\(run.stdout)\(run.stderr)")
-        kill(run.process.processIdentifier, SIGINT)
+        kill(run.pid, SIGINT)
         #expect(run.finish(within: 20) == 130, "\(run.stdout)\(run.stderr)")
         #expect(run.stderr.contains("interrupted; cancelling job-1"))
         #expect(processes(containing: marker).isEmpty, "no command left running")

@@ -125,7 +125,8 @@ import Testing
         try stream.request { $0.watch.all = Opq_V1_All() }
         let names = (1...12).map { "op\($0)" }
         let receipt = try client.submit(Submission(names.map {
-            OperationSpec(name: $0, work: Evidence.append($0, to: file, after: 0.3))
+            // Long enough that nothing on the doomed worker can complete between its start and the kill.
+            OperationSpec(name: $0, work: Evidence.append($0, to: file, after: 1.0))
         }))
         // Wait for the doomed worker to be running something, then kill it without warning.
         var running = false

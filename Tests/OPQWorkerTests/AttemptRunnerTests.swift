@@ -7,7 +7,7 @@ import Testing
 struct AttemptRunnerTests {
     private func key(_ id: UInt64) -> AttemptKey { AttemptKey(OperationID(id), attempt: 1) }
 
-    private func sleep(_ seconds: String, id: UInt64) -> RunRequest {
+    private func sleepRequest(_ seconds: String, id: UInt64) -> RunRequest {
         RunRequest(key(id), work: .handler(name: "sleep", payload: Array(seconds.utf8)))
     }
 
@@ -18,7 +18,7 @@ struct AttemptRunnerTests {
         let log = EventLog()
         let runner = AttemptRunner(slots: 2, worker: "w1", events: log.sink)
         defer { runner.shutdown(handBack: true, timeout: 30) }
-        for id in 1 ... 3 { runner.run(sleep("1000", id: UInt64(id))) }
+        for id in 1 ... 3 { runner.run(sleepRequest("1000", id: UInt64(id))) }
         #expect(await log.started(key(1)))
         #expect(await log.started(key(2)))
         #expect(!log.all.contains { if case .started(key(3), _) = $0 { true } else { false } })
@@ -34,9 +34,9 @@ struct AttemptRunnerTests {
         let log = EventLog()
         let runner = AttemptRunner(slots: 1, worker: "w1", events: log.sink)
         defer { runner.shutdown(handBack: true, timeout: 30) }
-        runner.run(sleep("1000", id: 2))
-        runner.run(sleep("1000", id: 1))
-        #expect(runner.run(sleep("1000", id: 2)) == .alreadyHeld)
+        runner.run(sleepRequest("1000", id: 2))
+        runner.run(sleepRequest("1000", id: 1))
+        #expect(runner.run(sleepRequest("1000", id: 2)) == .alreadyHeld)
         #expect(runner.held == [key(1), key(2)])
     }
 
@@ -45,8 +45,8 @@ struct AttemptRunnerTests {
         let log = EventLog()
         let runner = AttemptRunner(slots: 1, worker: "w1", events: log.sink)
         defer { runner.shutdown(handBack: true, timeout: 30) }
-        runner.run(sleep("1000", id: 1))
-        runner.run(sleep("1000", id: 2))
+        runner.run(sleepRequest("1000", id: 1))
+        runner.run(sleepRequest("1000", id: 2))
         #expect(await log.started(key(1)))
         runner.cancel(OperationID(2), attempt: 1)
         let completion = try #require(await log.completion(key(2), timeout: 1))
@@ -60,7 +60,7 @@ struct AttemptRunnerTests {
         let log = EventLog()
         let runner = AttemptRunner(slots: 1, worker: "w1", events: log.sink)
         runner.run(RunRequest(key(1), work: .command(Command(["sleep", "1000"])), killGracePeriod: 1))
-        runner.run(sleep("1000", id: 2))
+        runner.run(sleepRequest("1000", id: 2))
         #expect(await log.started(key(1)))
         #expect(runner.shutdown(handBack: true, timeout: 30))
         for id in [UInt64(1), 2] {
@@ -68,7 +68,7 @@ struct AttemptRunnerTests {
             #expect(completion.handedBack)
             #expect(completion.report.status == .cancelled)
         }
-        #expect(runner.run(sleep("1", id: 3)) == .shuttingDown)
+        #expect(runner.run(sleepRequest("1", id: 3)) == .shuttingDown)
         #expect(runner.held.isEmpty)
     }
 
@@ -84,7 +84,7 @@ struct AttemptRunnerTests {
         let log = EventLog()
         let runner = AttemptRunner(slots: 1, worker: "w1", handlers: registry, events: log.sink)
         runner.run(RunRequest(key(1), work: .handler(name: "gated", payload: [])))
-        runner.run(sleep("1000", id: 2))
+        runner.run(sleepRequest("1000", id: 2))
         #expect(await log.started(key(1)))
         let shutdownDone = EventLog()
         Thread {
