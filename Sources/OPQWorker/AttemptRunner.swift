@@ -108,7 +108,12 @@ public final class AttemptRunner: @unchecked Sendable {
                 _ = operation.stop(.handBack, onlyIfWaiting: true)
             }
         }
-        let deadline = timeout.map { Date(timeIntervalSinceNow: $0) } ?? .distantFuture
+        return waitUntilIdle(timeout: timeout ?? 1e9)
+    }
+
+    /// Waits up to `timeout` seconds until no attempt is held (every one reported); returns whether none is.
+    public func waitUntilIdle(timeout: Double) -> Bool {
+        let deadline = Date(timeIntervalSinceNow: timeout)
         return condition.withLock {
             while !attempts.isEmpty {
                 if !condition.wait(until: deadline) { return attempts.isEmpty }
