@@ -9,8 +9,14 @@ extension Coordinator {
     /// effects; the loop runs until the core is quiet.
     func flush(now: Double) throws {
         absorbEffects()
-        for (id, message) in workerOutbox { send(message, to: id) }
+        for (id, message) in workerOutbox where !send(message, to: id) && sessions[id] != nil {
+            // A registered worker that cannot take a message is gone: its attempts go back now, and
+            // its session is dropped (it registers again if it comes back).
+            core.workerLost(id, at: now)
+            sessions[id] = nil
+        }
         workerOutbox.removeAll(keepingCapacity: true)
+        absorbEffects()
         while !orders.isEmpty {
             let pending = orders
             orders.removeAll(keepingCapacity: true)
@@ -19,6 +25,7 @@ extension Coordinator {
                     let batch = Array(items[start..<min(items.count, start + WireLimits.maxBatchItems)])
                     if !send(.orders(batch), to: id) {
                         core.workerLost(id, at: now)
+                        sessions[id] = nil
                         break
                     }
                 }
