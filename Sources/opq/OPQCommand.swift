@@ -18,6 +18,10 @@ struct OPQCommand: ParsableCommand {
               opq wait job-3 && echo all succeeded
               opq status job-3 --json
               opq cancel --job job-3
+              opq list --state ready; opq show op-17; opq logs op-17
+              opq suspend --queue encode; opq resume --queue encode
+              opq queue set encode --max-concurrent 2
+              opq priority op-17 veryHigh; opq workers --json
               OPQ_COORDINATOR=tcp://127.0.0.1:7131 opq status
 
             Exit status:
@@ -27,7 +31,9 @@ struct OPQCommand: ParsableCommand {
               3  cannot reach the coordinator
               130  interrupted (Ctrl-C); opq run cancels the job first
             """,
-        subcommands: [RunCommand.self, SubmitCommand.self, WaitCommand.self, StatusCommand.self, CancelCommand.self]
+        subcommands: [RunCommand.self, SubmitCommand.self, WaitCommand.self, StatusCommand.self, ListCommand.self, ShowCommand.self,
+                      LogsCommand.self, CancelCommand.self, SuspendCommand.self, ResumeCommand.self, QueueCommand.self,
+                      PriorityCommand.self, WorkersCommand.self]
     )
 
     /// `opq --coordinator E status` → `opq status --coordinator E`: the global option may come before the
@@ -46,7 +52,9 @@ struct OPQCommand: ParsableCommand {
             }
         }
         guard !hoisted.isEmpty, !arguments.isEmpty else { return hoisted + arguments }
-        return [arguments[0]] + hoisted + arguments.dropFirst()
+        // `queue set` is two words: the options belong after both.
+        let depth = arguments.count >= 2 && arguments[0] == "queue" && arguments[1] == "set" ? 2 : 1
+        return arguments.prefix(depth) + hoisted + arguments.dropFirst(depth)
     }
 
     /// Runs the command line, mapping argument errors to exit status 2 (not ArgumentParser's 64).

@@ -1,0 +1,28 @@
+import ArgumentParser
+import Foundation
+import OPQClient
+import OPQCore
+import OPQWire
+
+/// `opq resume [--queue Q]`: dispatch a suspended queue's operations again (isSuspended = false).
+struct ResumeCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "resume",
+        abstract: "Resume a suspended queue: its ready operations start again.",
+        discussion: """
+            Examples:
+              opq resume                    # the queue "default"
+              opq resume --queue encode
+            """
+    )
+
+    @OptionGroup var global: GlobalOptions
+
+    @Option(help: ArgumentHelp("The queue (default: default).", valueName: "queue"))
+    var queue = "default"
+
+    func run() throws {
+        try QueueSettingsChange.apply(global.endpoint, queue: queue) { $0.suspended = false }
+        print("queue \(queue): resumed")
+    }
+}

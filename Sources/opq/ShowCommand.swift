@@ -1,0 +1,66 @@
+import ArgumentParser
+import Foundation
+import OPQClient
+import OPQCore
+import OPQWire
+
+/// `opq show OP`: everything known about one operation.
+struct ShowCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "show",
+        abstract: "Show one operation: state, outcome, queue, priority, attempts, worker, exit code.",
+        discussion: """
+            Examples:
+              opq show op-17
+              opq show 17 --json    # {"id": 17, "name": …, "job": …, "queue": …, "state": …, "outcome": …, …}
+              opq logs op-17        # its captured output
+            """
+    )
+
+    @OptionGroup var global: GlobalOptions
+
+    @Argument(help: "op-N or N.")
+    var operation: String
+
+    @Flag(help: "Print JSON with stable field names (id, name, job, queue, state, outcome, priority, attempts, worker, exitCode, …).")
+    var json = false
+
+    func run() throws {
+        let id = try ShowCommand.operationID(operation)
+        let connection = try Connection.open(global.endpoint)
+        let info: Opq_V1_OperationInfo
+        do {
+            info = try connection.request { $0.getOperation.operation = id }.reply.operation
+        } catch {
+            throw Connection.status(for: error)
+        }
+        if json {
+            var object = JSONOutput.operation(info)
+            object["dependencies"] = info.dependencies
+            object["labels"] = info.labels
+            print(JSONOutput.string(object))
+            return
+        }
+        let state = info.state == .finished ? JobProgress.word(info.outcome) : (info.coreState?.description ?? "?")
+        print("op-\(info.id)\(info.name.isEmpty ? "" : " (\(info.name))")")
+        print("  job:        job-\(info.job)")
+        print("  queue:      \(info.queue)")
+        print("  state:      \(state)\(info.cancelled && info.state != .finished ? " (cancelled)" : "")")
+        print("  priority:   \(info.queuePriority)")
+        print("  attempts:   \(info.attempt)")
+        if !info.worker.isEmpty { print("  worker:     \(info.worker)") }
+        if info.hasExitCode { print("  exit code:  \(info.exitCode)") }
+        if info.hasSignal { print("  signal:     \(info.signal)") }
+        if info.hasDurationSeconds { print(String(format: "  duration:   %.2f s", info.durationSeconds)) }
+        if !info.dependencies.isEmpty { print("  after:      " + info.dependencies.map { "op-\($0)" }.joined(separator: " ")) }
+        if info.barrier { print("  barrier:    yes") }
+    }
+
+    /// Parses `op-N` or `N`, or fails with the usage status.
+    static func operationID(_ text: String) throws(ExitStatus) -> UInt64 {
+        guard case .operation(let id)? = TargetID(text, bare: { .operation(OperationID($0)) }) else {
+            throw fail(.usage, "'\(text)' is not an operation id (write op-N)")
+        }
+        return id.rawValue
+    }
+}

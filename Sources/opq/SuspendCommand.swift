@@ -1,0 +1,46 @@
+import ArgumentParser
+import Foundation
+import OPQClient
+import OPQCore
+import OPQWire
+
+/// `opq suspend [--queue Q]`: stop dispatching a queue's operations (isSuspended = true).
+struct SuspendCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "suspend",
+        abstract: "Suspend a queue: nothing more of it starts until `opq resume` (running operations continue).",
+        discussion: """
+            Like OperationQueue.isSuspended = true. Operations can still be submitted; they wait as ready.
+
+            Examples:
+              opq suspend                   # the queue "default"
+              opq suspend --queue encode
+              opq resume --queue encode
+            """
+    )
+
+    @OptionGroup var global: GlobalOptions
+
+    @Option(help: ArgumentHelp("The queue (default: default).", valueName: "queue"))
+    var queue = "default"
+
+    func run() throws {
+        try QueueSettingsChange.apply(global.endpoint, queue: queue) { $0.suspended = true }
+        print("queue \(queue): suspended")
+    }
+}
+
+/// Sending one `SetQueue` (the shared part of suspend, resume and queue set).
+enum QueueSettingsChange {
+    static func apply(_ endpoint: String, queue: String, _ change: (inout Opq_V1_QueueSettings) -> Void) throws {
+        var settings = Opq_V1_QueueSettings()
+        settings.queue = queue
+        change(&settings)
+        let connection = try Connection.open(endpoint)
+        do {
+            try connection.request { $0.setQueue = settings }
+        } catch {
+            throw Connection.status(for: error)
+        }
+    }
+}
