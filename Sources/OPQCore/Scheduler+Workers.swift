@@ -61,7 +61,7 @@ extension Scheduler {
             let record = operations[index]
             if record.worker == Int32(worker), Int(record.attempt) == held.attempt { continue }
             if record.state == .ready, Int(record.attempt) == held.attempt, !record.work.isEmpty,
-               freeSlotsAllow(worker), workers[worker].servesQueue[Int(record.queue)] {
+               workers[worker].free > 0, workers[worker].servesQueue[Int(record.queue)] {
                 adopt(index, by: worker)
             } else {
                 effects.append(.kill(held.operation, attempt: held.attempt, worker: id, reason: .stale))
@@ -76,8 +76,6 @@ extension Scheduler {
         let worker = Int(handle.index)
         return worker < workers.count && workers[worker].isAlive ? worker : nil
     }
-
-    func freeSlotsAllow(_ worker: Int) -> Bool { workers[worker].free > 0 }
 
     /// A requeued attempt still running on the worker that reports it: it becomes that worker's again.
     mutating func adopt(_ index: Int, by worker: Int) {

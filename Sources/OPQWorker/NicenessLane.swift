@@ -24,8 +24,10 @@ extension OPQCore.QualityOfService {
 /// On Linux, niceness belongs to a thread, and a process spawned by a thread inherits that thread's
 /// niceness from its first instruction. Spawning from a niced thread is therefore race-free, unlike
 /// `setpriority` on the child after the spawn (by then it may already have started children of its own)
-/// and cheaper than a `nice` wrapper process. There is one lane per niceness above the worker's own,
-/// created on first use and kept for the life of the process (niceness cannot be lowered back).
+/// and cheaper than a `nice` wrapper process. There is one lane per niceness (the worker's own included),
+/// created on first use and kept for the life of the process: niceness cannot be lowered back, and a
+/// child's parent-death signal (`setpriv --pdeathsig`) fires when the thread that spawned it ends, so
+/// every spawn must come from a thread that lives as long as the worker.
 final class NicenessLane: @unchecked Sendable {
     private let condition = NSCondition()
     private var jobs: [@Sendable () -> Void] = []
