@@ -49,10 +49,11 @@ let package = Package(
             ],
             exclude: ["opq.proto"]
         ),
+        .target(name: "COPQSpawn"),
         .target(
             name: "OPQWorker",
             dependencies: [
-                "OPQCore", "OPQWire", "ZeroMQ",
+                "OPQCore", "OPQWire", "ZeroMQ", "COPQSpawn",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
             ]

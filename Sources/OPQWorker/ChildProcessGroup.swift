@@ -1,3 +1,4 @@
+import COPQSpawn
 import Foundation
 import OPQCore
 #if canImport(Glibc)
@@ -99,10 +100,11 @@ final class ChildProcessGroup: @unchecked Sendable {
         return group
     }
 
+    /// Makes the worker a child subreaper once: orphaned descendants are re-parented to it rather than
+    /// to init, so it can reap every member of an operation's process group.
     private static let subreaper: Result<Void, SystemError> = Result { () throws(SystemError) in
-        #if os(Linux)
-        try LinuxExtensions.becomeChildSubreaper()
-        #endif
+        let result = opq_become_child_subreaper()
+        if result < 0 { throw SystemError(call: "prctl", errno: -result, detail: "PR_SET_CHILD_SUBREAPER") }
     }
 
     private static func ensureSubreaper() throws(SystemError) { try subreaper.get() }

@@ -26,7 +26,7 @@ extension OPQCore.QualityOfService {
 /// `setpriority` on the child after the spawn (by then it may already have started children of its own)
 /// and cheaper than a `nice` wrapper process. There is one lane per niceness (the worker's own included),
 /// created on first use and kept for the life of the process: niceness cannot be lowered back, and a
-/// child's parent-death signal (`setpriv --pdeathsig`) fires when the thread that spawned it ends, so
+/// child's parent-death signal (PR_SET_PDEATHSIG, set by `opq_spawn`) fires when the thread that spawned it ends, so
 /// every spawn must come from a thread that lives as long as the worker.
 final class NicenessLane: @unchecked Sendable {
     private let condition = NSCondition()

@@ -1,3 +1,4 @@
+import COPQSpawn
 import Foundation
 import OPQCore
 #if canImport(Glibc)
@@ -13,7 +14,7 @@ struct Pipe: Sendable {
         var fds: [Int32] = [-1, -1]
         try SystemCall.check("pipe", "output pipe") { pipe(&fds) }
         for fd in fds {
-            // posix_spawn closes descriptors ≥ 3 in the child as well; this covers other spawners.
+            // opq_spawn closes descriptors ≥ 3 in the child as well; this covers other spawners.
             _ = try? SystemCall.check("fcntl", "FD_CLOEXEC") { fcntl(fd, F_SETFD, FD_CLOEXEC) }
         }
         return Pipe(read: fds[0], write: fds[1])
@@ -30,72 +31,59 @@ struct Pipe: Sendable {
     }
 }
 
-/// Builds and runs one `posix_spawnp` for a ``Command``: a new process group, stdin from `/dev/null`,
-/// stdout and stderr to the given pipes, the working directory, the worker's environment plus the
-/// command's, default signal dispositions and an empty signal mask, and no other inherited descriptors.
+/// Starts one ``Command`` through `opq_spawn` (C, in `COPQSpawn`): a new process group, stdin from
+/// `/dev/null`, stdout and stderr to the given pipes, the working directory, the worker's environment plus
+/// the command's, default signal dispositions, an empty signal mask, no other inherited descriptors — and
+/// SIGKILL as its parent-death signal, so a worker killed with -9 leaves no command running on to
+/// completion behind the coordinator's back. (The death signal follows the *thread* that spawned the
+/// child, which is why every spawn comes from a long-lived ``NicenessLane`` thread.)
 enum Spawner {
     /// Spawns `command`; returns the child's pid (= its process group id).
     static func spawn(_ command: Command, stdout: Int32, stderr: Int32) throws(SystemError) -> pid_t {
         guard let program = command.argv.first, !program.isEmpty else {
-            throw SystemError(call: "posix_spawnp", errno: ENOENT, detail: "the command's argv is empty")
+            throw SystemError(call: "execve", errno: ENOENT, detail: "the command's argv is empty")
         }
-        var actions = posix_spawn_file_actions_t()
-        try SystemCall.checkReturned("posix_spawn_file_actions_init") { posix_spawn_file_actions_init(&actions) }
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        var attributes = posix_spawnattr_t()
-        try SystemCall.checkReturned("posix_spawnattr_init") { posix_spawnattr_init(&attributes) }
-        defer { posix_spawnattr_destroy(&attributes) }
-
-        if let directory = command.workingDirectory {
-            try LinuxExtensions.addChdir(&actions, directory)
+        let executable = try resolve(program)
+        let argv = CStringArray(command.argv)
+        let envp = command.environment.isEmpty ? baseEnvironment : CStringArray(environment(adding: command.environment))
+        let pid = executable.withCString { path in
+            (command.workingDirectory ?? "").withCString { directory in
+                argv.pointers.withUnsafeBufferPointer { argvPointers in
+                    envp.pointers.withUnsafeBufferPointer { envpPointers in
+                        var request = opq_spawn_request(
+                            path: path, argv: argvPointers.baseAddress, envp: envpPointers.baseAddress,
+                            directory: command.workingDirectory == nil ? nil : directory,
+                            stdout_fd: stdout, stderr_fd: stderr, death_signal: SIGKILL)
+                        return opq_spawn(&request)
+                    }
+                }
+            }
         }
-        try SystemCall.checkReturned("posix_spawn_file_actions_addopen", "/dev/null") {
-            posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        }
-        try SystemCall.checkReturned("posix_spawn_file_actions_adddup2", "stdout") { posix_spawn_file_actions_adddup2(&actions, stdout, 1) }
-        try SystemCall.checkReturned("posix_spawn_file_actions_adddup2", "stderr") { posix_spawn_file_actions_adddup2(&actions, stderr, 2) }
-        try LinuxExtensions.addClosefrom(&actions, 3)
-
-        let flags = POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF
-        try SystemCall.checkReturned("posix_spawnattr_setflags") { posix_spawnattr_setflags(&attributes, Int16(flags)) }
-        try SystemCall.checkReturned("posix_spawnattr_setpgroup") { posix_spawnattr_setpgroup(&attributes, 0) }
-        var signals = sigset_t()
-        sigemptyset(&signals)
-        try SystemCall.checkReturned("posix_spawnattr_setsigmask") { posix_spawnattr_setsigmask(&attributes, &signals) }
-        sigfillset(&signals)
-        try SystemCall.checkReturned("posix_spawnattr_setsigdefault") { posix_spawnattr_setsigdefault(&attributes, &signals) }
-
-        var environment = ProcessInfo.processInfo.environment
-        environment.merge(command.environment) { _, added in added }
-        var arguments = command.argv
-        var executable = program
-        if let wrapper = Spawner.deathSignalWrapper {
-            // The child dies with the worker (SIGKILL on the parent's death), so a worker killed with -9
-            // leaves no command running on to completion behind the coordinator's back.
-            let resolved = try Spawner.resolve(program)
-            arguments = [wrapper, "--pdeathsig", "KILL", "--", resolved] + arguments.dropFirst()
-            executable = wrapper
-        }
-        let argv = CStringArray(arguments)
-        let envp = CStringArray(environment.map { "\($0.key)=\($0.value)" })
-        var pid: pid_t = 0
-        try SystemCall.checkReturned("posix_spawnp", "running '\(program)'") {
-            posix_spawnp(&pid, executable, &actions, &attributes, argv.pointers, envp.pointers)
+        guard pid > 0 else {
+            let detail = pid == -ENOENT && command.workingDirectory != nil
+                ? "running '\(program)' in '\(command.workingDirectory!)'" : "running '\(program)'"
+            throw SystemError(call: "execve", errno: -pid, detail: detail)
         }
         return pid
+    }
+
+    /// The worker's environment as `KEY=value` strings, made once.
+    private static let baseEnvironment = CStringArray(environment(adding: [:]))
+
+    private static func environment(adding added: [String: String]) -> [String] {
+        var environment = ProcessInfo.processInfo.environment
+        environment.merge(added) { _, added in added }
+        return environment.map { "\($0.key)=\($0.value)" }
     }
 }
 
 extension Spawner {
-    /// util-linux's `setpriv`, which sets the parent-death signal and then execs the command; nil when absent.
-    static let deathSignalWrapper: String? = access("/usr/bin/setpriv", X_OK) == 0 ? "/usr/bin/setpriv" : nil
-
     /// `program` as an executable path: looked up in the worker's `PATH` unless it names a path.
-    /// - Throws: the error `posix_spawnp` would give (ENOENT, EACCES) when there is no such program.
+    /// - Throws: ENOENT or EACCES (as `execvp` would) when there is no such program.
     static func resolve(_ program: String) throws(SystemError) -> String {
         if program.contains("/") {
             guard access(program, X_OK) == 0 else {
-                throw SystemError(call: "posix_spawnp", errno: errno, detail: "running '\(program)'")
+                throw SystemError(call: "execve", errno: errno, detail: "running '\(program)'")
             }
             return program
         }
@@ -106,12 +94,12 @@ extension Spawner {
             if access(candidate, X_OK) == 0 { return candidate }
             if errno == EACCES { denied = true }
         }
-        throw SystemError(call: "posix_spawnp", errno: denied ? EACCES : ENOENT, detail: "running '\(program)'")
+        throw SystemError(call: "execve", errno: denied ? EACCES : ENOENT, detail: "running '\(program)'")
     }
 }
 
 /// A NULL-terminated array of C strings that frees itself.
-private final class CStringArray {
+private final class CStringArray: @unchecked Sendable {
     let pointers: [UnsafeMutablePointer<CChar>?]
 
     init(_ strings: [String]) {

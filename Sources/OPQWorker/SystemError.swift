@@ -7,9 +7,9 @@ import Darwin
 /// A failed C library call: which call, its errno, and what it was doing.
 ///
 /// Every libc call in `OPQWorker` that can fail goes through ``SystemCall``, so every failure reads the
-/// same way: `posix_spawnp failed: No such file or directory (ENOENT) — running 'nosuch'`.
+/// same way: `execve failed: No such file or directory (ENOENT) — running 'nosuch'`.
 public struct SystemError: Error, Hashable, Sendable, CustomStringConvertible {
-    /// The C function that failed, e.g. `posix_spawnp`.
+    /// The C function that failed, e.g. `execve`.
     public let call: String
     /// The error number it reported.
     public let errno: Int32

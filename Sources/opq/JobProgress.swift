@@ -3,9 +3,28 @@ import OPQClient
 import OPQCore
 import OPQWire
 
-/// Follows one job's watch stream (snapshot, then events) and shows its progress: a single
-/// updating line on a terminal, plain lines (one per start and finish) otherwise.
+/// Follows a watch stream (snapshot, then events) of one job or of everything and shows its progress:
+/// on a terminal a single updating line (a bar of done/total, counts by outcome, running, rate, ETA)
+/// with failures printed above it; otherwise plain lines, one per start and finish.
 final class JobProgress {
+    /// What is watched.
+    enum Scope: Equatable {
+        /// One job; the stream ends when it has finished.
+        case job(UInt64)
+        /// Every operation; the stream goes on until interrupted.
+        case all
+    }
+
+    /// Which plain lines to print.
+    enum Verbosity {
+        /// One line per start and per finish (always the failures, on a terminal).
+        case everything
+        /// Only operations that did not succeed.
+        case failures
+        /// Nothing but the updating line on a terminal.
+        case nothing
+    }
+
     enum Ending {
         /// The job finished.
         case finished
@@ -16,10 +35,13 @@ final class JobProgress {
     }
 
     private let connection: CoordinatorConnection
-    private let job: UInt64
-    private let names: [UInt64: String]
+    private let scope: Scope
+    private var names: [UInt64: String]
     private let interactive: Bool
+    private let verbosity: Verbosity
     private let started = Date()
+    /// Finishes already seen in the first snapshot, which the rate does not count.
+    private var finishedBefore: Int?
     private var states: [UInt64: Opq_V1_OperationState] = [:]
     private var outcomes: [UInt64: Opq_V1_Outcome] = [:]
     private var lastSequence: UInt64?
@@ -29,12 +51,16 @@ final class JobProgress {
     /// - Parameters:
     ///   - names: operation id → name, for display.
     ///   - interactive: draw one updating line (stdout is a terminal) instead of plain lines.
-    init(connection: CoordinatorConnection, job: UInt64, names: [UInt64: String], interactive: Bool) {
+    init(connection: CoordinatorConnection, scope: Scope, names: [UInt64: String] = [:], interactive: Bool,
+         verbosity: Verbosity = .everything) {
         self.connection = connection
-        self.job = job
+        self.scope = scope
         self.names = names
         self.interactive = interactive
+        self.verbosity = verbosity
     }
+
+    private var job: UInt64? { if case .job(let job) = scope { job } else { nil } }
 
     private func label(_ id: UInt64) -> String {
         let name = names[id] ?? ""
@@ -58,6 +84,7 @@ final class JobProgress {
             case .snapshot(let snapshot) where snapshot.watch == watchID:
                 lastSequence = snapshot.sequence
                 for info in snapshot.operations {
+                    if names[info.id] == nil { names[info.id] = info.name }
                     // What happened before the stream started is told like an event, so no start or
                     // finish goes unreported when the job is faster than the watch.
                     var change = Opq_V1_OperationEvent()
@@ -77,7 +104,8 @@ final class JobProgress {
                     states[info.id] = info.state
                     if info.state == .finished { outcomes[info.id] = info.outcome }
                 }
-                if snapshot.jobs.contains(where: { $0.id == job && $0.finished }) { return .finished }
+                if !snapshot.more, finishedBefore == nil { finishedBefore = counts().done }
+                if let job, snapshot.jobs.contains(where: { $0.id == job && $0.finished }) { return .finished }
                 draw()
             case .events(let events) where events.watch == watchID:
                 if let last = lastSequence, events.previous != last {
@@ -88,7 +116,7 @@ final class JobProgress {
                 for item in events.items {
                     switch item.kind {
                     case .operation(let change): apply(change)
-                    case .jobFinished(let finished) where finished == job: return .finished
+                    case .jobFinished(let finished) where job == finished: return .finished
                     default: break
                     }
                 }
@@ -102,20 +130,30 @@ final class JobProgress {
     private func subscribe() throws(ClientError) {
         if let old = watchID { try connection.request { $0.unwatch.watch = old } }
         lastSequence = nil
-        watchID = try connection.request { $0.watch.job = job }.reply.requestID
+        watchID = try connection.request {
+            switch scope {
+            case .job(let job): $0.watch.job = job
+            case .all: $0.watch.all = Opq_V1_All()
+            }
+        }.reply.requestID
     }
 
     private func apply(_ change: Opq_V1_OperationEvent) {
         let previous = states[change.operation]
         states[change.operation] = change.state
         switch change.state {
-        case .executing where previous != .executing && !interactive:
+        case .executing where previous != .executing && !interactive && verbosity == .everything:
             say("started   \(label(change.operation))" + (change.worker.isEmpty ? "" : " on \(change.worker)"))
         case .finished:
             outcomes[change.operation] = change.outcome
             let detail = Self.detail(outcome: change.outcome, reason: change.reason,
                                      exitCode: change.hasExitCode ? change.exitCode : nil, signal: change.hasSignal ? change.signal : nil)
-            if change.outcome != .succeeded || !interactive {
+            let wanted = switch verbosity {
+            case .everything: change.outcome != .succeeded || !interactive
+            case .failures: change.outcome != .succeeded
+            case .nothing: false
+            }
+            if wanted {
                 say(Self.word(change.outcome).padding(toLength: 9, withPad: " ", startingAt: 0) + " \(label(change.operation))"
                     + (detail.isEmpty ? "" : ": \(detail)"))
             }
@@ -157,33 +195,58 @@ final class JobProgress {
         fflush(nil)
     }
 
-    /// Redraws the updating line (terminal only).
-    private func draw() {
-        guard interactive else { return }
+    private struct Counts {
         var succeeded = 0, failed = 0, cancelled = 0, running = 0
+        var done: Int { succeeded + failed + cancelled }
+    }
+
+    private func counts() -> Counts {
+        var counts = Counts()
         for (id, state) in states {
             if state == .finished {
                 switch outcomes[id] {
-                case .succeeded?: succeeded += 1
-                case .failed?: failed += 1
-                default: cancelled += 1
+                case .succeeded?: counts.succeeded += 1
+                case .failed?: counts.failed += 1
+                default: counts.cancelled += 1
                 }
             } else if state == .executing || state == .dispatched {
-                running += 1
+                counts.running += 1
             }
         }
-        let total = names.count
-        let done = succeeded + failed + cancelled
+        return counts
+    }
+
+    /// Redraws the updating line (terminal only): bar, done/total, outcomes, running, rate, ETA.
+    private func draw() {
+        guard interactive else { return }
+        let counts = counts()
+        let total = max(job == nil ? states.count : names.count, states.count)
         let width = 24
-        let filled = total > 0 ? width * done / total : 0
+        let filled = total > 0 ? width * counts.done / total : 0
         let bar = String(repeating: "#", count: filled) + String(repeating: ".", count: width - filled)
-        var text = "\(elapsed()) [\(bar)] \(done)/\(total)  \(succeeded) ok"
-        if failed > 0 { text += ", \(failed) failed" }
-        if cancelled > 0 { text += ", \(cancelled) cancelled" }
-        text += ", \(running) running"
+        var text = "\(elapsed()) [\(bar)] \(counts.done)/\(total)  \(counts.succeeded) ok"
+        if counts.failed > 0 { text += ", \(counts.failed) failed" }
+        if counts.cancelled > 0 { text += ", \(counts.cancelled) cancelled" }
+        text += ", \(counts.running) running"
+        let seconds = Date().timeIntervalSince(started)
+        let recent = counts.done - (finishedBefore ?? counts.done)
+        if recent > 0, seconds > 0.5 {
+            let rate = Double(recent) / seconds
+            text += String(format: rate >= 10 ? ", %.0f/s" : ", %.2f/s", rate)
+            let remaining = total - counts.done
+            if remaining > 0 { text += ", ETA " + Self.duration(Double(remaining) / rate) }
+        }
         print("\r\u{1B}[2K\(text)", terminator: "")
         fflush(nil)
         lineShown = true
+    }
+
+    /// "42s", "3m07s", "2h05m".
+    static func duration(_ seconds: Double) -> String {
+        let whole = Int(seconds.rounded(.up))
+        if whole < 60 { return "\(whole)s" }
+        if whole < 3600 { return String(format: "%dm%02ds", whole / 60, whole % 60) }
+        return String(format: "%dh%02dm", whole / 3600, whole / 60 % 60)
     }
 
     private func endLine() {

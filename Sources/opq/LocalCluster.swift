@@ -1,4 +1,5 @@
 import Foundation
+import OPQClient
 
 /// The embedded one-machine cluster of `opq run`: a private `opq-coordinator` and N `opq-worker`
 /// processes on `ipc://` endpoints in a fresh temporary directory, which ``stop()`` removes.
@@ -93,6 +94,26 @@ final class LocalCluster {
     }
 
     deinit { stop(grace: 1) }
+}
+
+extension LocalCluster {
+    /// Starts a cluster and connects to it. A failure is printed (with the log of a process that
+    /// exited) and becomes exit status 3; the caller stops the cluster it gets.
+    static func startConnected(workers: Int, slots: Int) throws(ExitStatus) -> (LocalCluster, CoordinatorConnection) {
+        let cluster: LocalCluster
+        do {
+            cluster = try LocalCluster(workers: workers, slots: slots)
+        } catch {
+            throw fail(.unreachable, "cannot start the local cluster: \(error)")
+        }
+        do {
+            return (cluster, try Connection.open(cluster.clientsEndpoint, probeTimeout: 10))
+        } catch {
+            if let exited = cluster.exitedProcess { printError("\(exited.name) exited:\n\(exited.logTail())") }
+            cluster.stop()
+            throw error
+        }
+    }
 }
 
 enum LocalClusterError: Error, CustomStringConvertible {

@@ -15,6 +15,9 @@ struct OPQCommand: ParsableCommand {
               opq run jobs.yaml --workers 4 --slots 2
               opq submit jobs.yaml                     # to a running coordinator
               opq submit jobs.yaml --json | jq .job
+              opq add --after op-17 --requires success -- ./publish.sh
+              ls *.wav | opq map --local 4 -- flac --silent {}
+              opq watch job-3                          # live progress bar
               opq wait job-3 && echo all succeeded
               opq status job-3 --json
               opq cancel --job job-3
@@ -31,7 +34,7 @@ struct OPQCommand: ParsableCommand {
               3  cannot reach the coordinator
               130  interrupted (Ctrl-C); opq run cancels the job first
             """,
-        subcommands: [RunCommand.self, SubmitCommand.self, WaitCommand.self, StatusCommand.self, ListCommand.self, ShowCommand.self,
+        subcommands: [RunCommand.self, SubmitCommand.self, AddCommand.self, MapCommand.self, WatchCommand.self, WaitCommand.self, StatusCommand.self, ListCommand.self, ShowCommand.self,
                       LogsCommand.self, CancelCommand.self, SuspendCommand.self, ResumeCommand.self, QueueCommand.self,
                       PriorityCommand.self, WorkersCommand.self]
     )

@@ -42,20 +42,8 @@ struct RunCommand: ParsableCommand {
         let jobFile = try JobFileLoading.load(file)
         SignalTrap.install()
         let started = Date()
-        let cluster: LocalCluster
-        do {
-            cluster = try LocalCluster(workers: workers, slots: slots ?? ProcessInfo.processInfo.activeProcessorCount)
-        } catch {
-            throw fail(.unreachable, "cannot start the local cluster: \(error)")
-        }
+        let (cluster, connection) = try LocalCluster.startConnected(workers: workers, slots: slots ?? ProcessInfo.processInfo.activeProcessorCount)
         defer { cluster.stop() }
-        let connection: CoordinatorConnection
-        do {
-            connection = try Connection.open(cluster.clientsEndpoint, probeTimeout: 10)
-        } catch {
-            if let exited = cluster.exitedProcess { printError("\(exited.name) exited:\n\(exited.logTail())") }
-            throw error
-        }
 
         let receipt: Opq_V1_SubmitAccepted
         do {
@@ -63,32 +51,11 @@ struct RunCommand: ParsableCommand {
         } catch {
             throw JobFileLoading.status(for: error, jobFile: jobFile)
         }
-        var names: [UInt64: String] = [:]
-        for (id, spec) in zip(receipt.operations, jobFile.submission.operations) { names[id] = spec.name }
-        let interactive = isatty(STDOUT_FILENO) == 1
-        print("opq run \(file): job-\(receipt.job), \(names.count) operations, \(workers) worker(s) × \(slots ?? ProcessInfo.processInfo.activeProcessorCount) slots")
-        let progress = JobProgress(connection: connection, job: receipt.job, names: names, interactive: interactive)
-
-        do {
-            switch try progress.follow(isAlive: { cluster.exitedProcess == nil }) {
-            case .finished:
-                let summary = try JobSummary.fetch(connection, job: receipt.job)
-                summary.print(title: "opq run \(file)", elapsed: Date().timeIntervalSince(started), connection: connection)
-                if !summary.allSucceeded { throw ExitStatus.someFailed }
-            case .interrupted:
-                printError("opq: interrupted; cancelling job-\(receipt.job) and stopping the local cluster")
-                try? connection.request(timeout: 2) { $0.cancel.job = receipt.job }
-                // Give cancelled commands their kill grace to go; a second signal stops waiting.
-                _ = try? progress.follow(signals: 2, deadline: Date().addingTimeInterval(Double(LocalCluster.killGrace)! + 2),
-                                         isAlive: { cluster.exitedProcess == nil })
-                if SignalTrap.count >= 2 { cluster.kill() } else { cluster.stop(grace: 2) }
-                throw ExitStatus.interrupted
-            case .lost:
-                let exited = cluster.exitedProcess
-                throw fail(.unreachable, "\(exited?.name ?? "a process of the local cluster") exited unexpectedly:\n\(exited?.logTail() ?? "")")
-            }
-        } catch let error as ClientError {
-            throw Connection.status(for: error)
-        }
+        let slotCount = slots ?? ProcessInfo.processInfo.activeProcessorCount
+        print("opq run \(file): job-\(receipt.job), \(receipt.operations.count) operations, \(workers) worker(s) × \(slotCount) slots")
+        var foreground = ForegroundJob(connection: connection, receipt: receipt, specs: jobFile.submission.operations,
+                                       title: "opq run \(file)", verbosity: .everything, onInterrupt: .cancel, cluster: cluster)
+        foreground.started = started
+        try foreground.run()
     }
 }

@@ -51,20 +51,16 @@ struct SubmitCommand: ParsableCommand {
         }
         guard wait else { return }
         SignalTrap.install()
-        var names: [UInt64: String] = [:]
-        for (id, spec) in zip(receipt.operations, specs) { names[id] = spec.name }
-        do {
-            if !json {
-                let progress = JobProgress(connection: connection, job: receipt.job, names: names, interactive: isatty(STDOUT_FILENO) == 1)
-                if try progress.follow() == .interrupted {
-                    throw fail(.interrupted, "interrupted; job-\(receipt.job) goes on (cancel it with: opq cancel --job job-\(receipt.job))")
-                }
+        if json {
+            // Scripts get the JSON at once and the outcome as the exit status.
+            do {
+                if !(try WaitCommand.waitForJob(connection, job: receipt.job)).allSucceeded { throw ExitStatus.someFailed }
+            } catch let error as ClientError {
+                throw Connection.status(for: error)
             }
-            let summary = try WaitCommand.waitForJob(connection, job: receipt.job)
-            if !json { summary.print(title: "job-\(receipt.job)", elapsed: 0, connection: connection) }
-            if !summary.allSucceeded { throw ExitStatus.someFailed }
-        } catch let error as ClientError {
-            throw Connection.status(for: error)
+            return
         }
+        try ForegroundJob(connection: connection, receipt: receipt, specs: specs, title: "job-\(receipt.job)",
+                          verbosity: .everything, onInterrupt: .detach).run()
     }
 }

@@ -47,7 +47,7 @@ struct CommandOperationTests {
         #expect(completion.report.status == .failed)
         #expect(completion.report.reason == .error)
         #expect(completion.stderrText.contains("cannot run 'opq-no-such-program-xyz': No such file or directory"))
-        #expect(completion.stderrText.contains("posix_spawnp: ENOENT"))
+        #expect(completion.stderrText.contains("execve: ENOENT"))
     }
 
     @Test("a working directory that does not exist is named in the message")

@@ -1,0 +1,224 @@
+import Foundation
+
+/// `opq-bench map`: `opq map --local 2 -- true` over N lines of input, beside `xargs -P 2 -n 1 true` and
+/// GNU `parallel -j 2 true`, each run as a user would from a shell (standard input from a file, output
+/// discarded), interleaved round by round so all three see the same machine load. Reports each tool's
+/// median rate and opq's ratio to the others.
+enum MapBenchmark {
+    struct Options {
+        var lines = 2_000
+        var rounds = 5
+        var slots = 2
+        var binDirectory: String?
+        var json = false
+
+        static let usage = """
+        usage: opq-bench map [options]
+          Runs `opq map --local S -- true` over N input lines, `xargs -P S -n 1 true` and GNU `parallel -j S true`
+          on the same input, interleaved for R rounds, and prints each one's median rate and opq's ratios.
+          Every run is the whole command, start-up included (opq starts its private cluster each time).
+
+          --smoke           100 lines, 1 round (CI)
+          --lines N         input lines (default 2000)
+          --rounds R        rounds (default 5)
+          --slots S         commands at a time (default 2)
+          --bin-dir DIR     where opq, opq-coordinator and opq-worker are (default: beside opq-bench)
+          --json            one JSON document instead of the table
+        """
+
+        static func parse(_ arguments: [String]) -> Options {
+            var options = Options()
+            var rest = arguments[...]
+            func value(_ flag: String) -> String {
+                guard let next = rest.popFirst() else { fail("\(flag) needs a value") }
+                return next
+            }
+            func count(_ flag: String) -> Int {
+                let text = value(flag)
+                guard let number = Int(text), number > 0 else { fail("\(flag) needs a positive integer, not '\(text)'") }
+                return number
+            }
+            while let argument = rest.popFirst() {
+                switch argument {
+                case "--smoke": options.lines = 100; options.rounds = 1
+                case "--lines": options.lines = count(argument)
+                case "--rounds": options.rounds = count(argument)
+                case "--slots": options.slots = count(argument)
+                case "--bin-dir": options.binDirectory = value(argument)
+                case "--json": options.json = true
+                case "-h", "--help": print(usage); exit(0)
+                default: fail("unknown option '\(argument)'")
+                }
+            }
+            return options
+        }
+
+        private static func fail(_ message: String) -> Never {
+            var standardError = StandardError()
+            print("opq-bench map: \(message)\n\n\(usage)", to: &standardError)
+            exit(2)
+        }
+    }
+
+    /// One tool's runs.
+    struct Tool: Codable {
+        let name: String
+        let command: String
+        /// Wall seconds of each round; empty when the tool is not installed.
+        var seconds: [Double] = []
+        var installed = true
+
+        var medianSeconds: Double? {
+            guard !seconds.isEmpty else { return nil }
+            let sorted = seconds.sorted()
+            return sorted.count % 2 == 1 ? sorted[sorted.count / 2] : (sorted[sorted.count / 2 - 1] + sorted[sorted.count / 2]) / 2
+        }
+    }
+
+    struct Report: Codable {
+        let lines: Int
+        let rounds: Int
+        let slots: Int
+        let loadAtStart: Double?
+        var loadAtEnd: Double?
+        var tools: [Tool]
+        /// opq's rate over xargs' (target ≥ 0.9) and over GNU parallel's (target ≥ 5), from the medians.
+        var ratioToXargs: Double?
+        var ratioToParallel: Double?
+    }
+
+    static func run(_ arguments: [String]) -> Int32 {
+        let options = Options.parse(arguments)
+        var standardError = StandardError()
+        let binaries: Binaries
+        do {
+            binaries = try Binaries.locate(options.binDirectory)
+        } catch {
+            print("opq-bench map: \(error)", to: &standardError)
+            return 2
+        }
+        let opq = binaries.directory + "/opq"
+        guard FileManager.default.isExecutableFile(atPath: opq) else {
+            print("opq-bench map: \(opq) is missing; build every product (swift build -c release)", to: &standardError)
+            return 2
+        }
+        let input = FileManager.default.temporaryDirectory.appendingPathComponent("opq-bench-map-\(getpid()).txt").path
+        FileManager.default.createFile(atPath: input, contents: Data((1...options.lines).map { "\($0)\n" }.joined().utf8))
+        defer { try? FileManager.default.removeItem(atPath: input) }
+
+        let slots = String(options.slots)
+        var tools = [
+            Tool(name: "opq map", command: "opq map --local \(slots) --quiet -- true"),
+            Tool(name: "xargs", command: "xargs -P \(slots) -n 1 true"),
+            Tool(name: "GNU parallel", command: "parallel -j \(slots) true"),
+        ]
+        let argvs = [
+            [opq, "map", "--local", slots, "--quiet", "--", "true"],
+            ["xargs", "-P", slots, "-n", "1", "true"],
+            ["parallel", "-j", slots, "true"],
+        ]
+        var report = Report(lines: options.lines, rounds: options.rounds, slots: options.slots,
+                            loadAtStart: ClusterReport.loadAverage(), tools: [])
+        for (k, argv) in argvs.enumerated() where TimedCommand.find(argv[0]) == nil {
+            tools[k].installed = false
+            print("opq-bench map: \(argv[0]) is not installed; skipped (apt-get install \(argv[0]))", to: &standardError)
+        }
+        for round in 1...options.rounds {
+            for (k, argv) in argvs.enumerated() where tools[k].installed {
+                do {
+                    let seconds = try TimedCommand.run(argv, input: input)
+                    tools[k].seconds.append(seconds)
+                    print("[round \(round)] \(tools[k].name): \(Format.fixed(seconds, 2)) s", to: &standardError)
+                } catch {
+                    print("opq-bench map: \(tools[k].command) failed: \(error)", to: &standardError)
+                    return 1
+                }
+            }
+        }
+        report.loadAtEnd = ClusterReport.loadAverage()
+        report.tools = tools
+        if let opqTime = tools[0].medianSeconds {
+            report.ratioToXargs = tools[1].medianSeconds.map { $0 / opqTime }
+            report.ratioToParallel = tools[2].medianSeconds.map { $0 / opqTime }
+        }
+        print(options.json ? json(report) : text(report))
+        return 0
+    }
+
+    private static func json(_ report: Report) -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+        return (try? encoder.encode(report)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
+    }
+
+    private static func text(_ report: Report) -> String {
+        var table = TextTable([.init("tool", right: false), .init("command", right: false), .init("median"),
+                                   .init("lines/s"), .init("opq ×")])
+        let opqTime = report.tools.first?.medianSeconds
+        for tool in report.tools {
+            guard let median = tool.medianSeconds else {
+                table.append([tool.name, tool.command, "not installed", "", ""])
+                continue
+            }
+            let ratio = opqTime.map { Format.fixed(median / $0, 2) } ?? ""
+            table.append([tool.name, tool.command, Format.seconds(median), Format.rate(Double(report.lines) / median),
+                          tool.name == "opq map" ? "" : ratio])
+        }
+        var lines = [
+            "opq-bench map: \(report.lines) lines, \(report.slots) at a time, median of \(report.rounds) round(s), whole commands (start-up included)",
+            "load average: \(report.loadAtStart.map { Format.fixed($0, 2) } ?? "?") at start, \(report.loadAtEnd.map { Format.fixed($0, 2) } ?? "?") at end",
+            table.render(),
+            "targets:",
+        ]
+        func target(_ label: String, _ ratio: Double?, _ goal: Double) {
+            let verdict = ratio.map { "\(Format.fixed($0, 2))×  \(Format.verdict($0 >= goal))" } ?? "n/a"
+            lines.append("  opq map rate ≥ \(Format.fixed(goal, 1))× \(label): \(verdict)")
+        }
+        target("xargs -P", report.ratioToXargs, 0.9)
+        target("GNU parallel", report.ratioToParallel, 5)
+        return lines.joined(separator: "\n")
+    }
+}
+
+/// Runs a whole command the way a shell would — standard input from a file, output discarded — and
+/// times it from spawn to exit. A command that exits non-zero is an error carrying its stderr tail.
+enum TimedCommand {
+    /// The executable for `name` on PATH, or `name` itself when it is a path; nil when absent.
+    static func find(_ name: String) -> String? {
+        if name.contains("/") { return FileManager.default.isExecutableFile(atPath: name) ? name : nil }
+        for directory in (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin").split(separator: ":") {
+            let candidate = "\(directory)/\(name)"
+            if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
+        }
+        return nil
+    }
+
+    static func run(_ argv: [String], input: String) throws -> Double {
+        guard let executable = find(argv[0]) else { throw ClusterBenchError("\(argv[0]) not found") }
+        let errors = FileManager.default.temporaryDirectory.appendingPathComponent("opq-bench-map-\(getpid()).err").path
+        defer { try? FileManager.default.removeItem(atPath: errors) }
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, input, O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 2, errors, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+        let arguments = [executable] + argv.dropFirst()
+        let cArguments = arguments.map { strdup($0) } + [nil]
+        defer { for pointer in cArguments { free(pointer) } }
+        var pid: pid_t = 0
+        let started = Clock.nanoseconds()
+        let result = posix_spawn(&pid, executable, &actions, nil, cArguments, environ)
+        guard result == 0 else { throw ClusterBenchError("cannot start \(executable): \(String(cString: strerror(result)))") }
+        Reaper.add(pid)
+        defer { Reaper.remove(pid) }
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+        let seconds = Clock.seconds(Clock.nanoseconds() - started)
+        guard status == 0 else {
+            let tail = ((try? String(contentsOfFile: errors, encoding: .utf8)) ?? "").split(separator: "\n").suffix(10).joined(separator: "\n")
+            throw ClusterBenchError("\(arguments.joined(separator: " ")) ended with wait status \(status):\n\(tail)")
+        }
+        return seconds
+    }
+}
