@@ -42,6 +42,8 @@ final class JobProgress {
     private let started = Date()
     /// Finishes already seen in the first snapshot, which the rate does not count.
     private var finishedBefore: Int?
+    /// Print a line once the first snapshot is in (`opq watch`).
+    var announces = false
     private var states: [UInt64: Opq_V1_OperationState] = [:]
     private var outcomes: [UInt64: Opq_V1_Outcome] = [:]
     private var lastSequence: UInt64?
@@ -104,7 +106,10 @@ final class JobProgress {
                     states[info.id] = info.state
                     if info.state == .finished { outcomes[info.id] = info.outcome }
                 }
-                if !snapshot.more, finishedBefore == nil { finishedBefore = counts().done }
+                if !snapshot.more, finishedBefore == nil {
+                    finishedBefore = counts().done
+                    if announces { announce() }
+                }
                 if let job, snapshot.jobs.contains(where: { $0.id == job && $0.finished }) { return .finished }
                 draw()
             case .events(let events) where events.watch == watchID:
@@ -115,7 +120,9 @@ final class JobProgress {
                 lastSequence = events.items.last?.sequence ?? lastSequence
                 for item in events.items {
                     switch item.kind {
-                    case .operation(let change): apply(change)
+                    case .operation(let change):
+                        if names[change.operation] == nil { try learnNames(job: change.job) }
+                        apply(change)
                     case .jobFinished(let finished) where job == finished: return .finished
                     default: break
                     }
@@ -125,6 +132,19 @@ final class JobProgress {
                 break
             }
         }
+    }
+
+    /// Jobs whose operation names have been fetched (watching everything, work submitted later).
+    private var namedJobs: Set<UInt64> = []
+
+    /// Fetches the names of `job`'s operations, once per job: events carry ids, not names.
+    private func learnNames(job: UInt64) throws(ClientError) {
+        guard namedJobs.insert(job).inserted else { return }
+        let details = try connection.request {
+            $0.getJob.job = job
+            $0.getJob.includeOperations = true
+        }.reply.job.details
+        for info in details where names[info.id] == nil { names[info.id] = info.name }
     }
 
     private func subscribe() throws(ClientError) {
@@ -184,6 +204,14 @@ final class JobProgress {
         case .cancelRequested: return "cancel requested"
         case .dependencyFailed: return "a dependency failed"
         default: return ""
+        }
+    }
+
+    /// "watching job-3: 40 operations, 12 finished" / "watching everything: 7 unfinished operations".
+    private func announce() {
+        switch scope {
+        case .job(let job): say("watching job-\(job): \(names.count) operations, \(counts().done) finished")
+        case .all: say("watching everything: \(states.count) unfinished operations")
         }
     }
 

@@ -72,12 +72,16 @@ struct MapCommand: ParsableCommand {
     @Flag(help: "Show no progress lines; print only the summary.")
     var quiet = false
 
+    @Flag(help: "Print a line for every start and finish, not only for failures.")
+    var verbose = false
+
     @Argument(parsing: .captureForPassthrough, help: ArgumentHelp("The command and its arguments, after --.", valueName: "command"))
     var command: [String] = []
 
     func validate() throws {
         if let local, local < 1 { throw ValidationError("--local must be at least 1") }
         if local != nil && noWait { throw ValidationError("--no-wait needs a running coordinator; it cannot be used with --local") }
+        if quiet && verbose { throw ValidationError("--quiet and --verbose contradict each other") }
         if retries < 0 { throw ValidationError("--retries must not be negative") }
         if let timeout, !(timeout > 0) { throw ValidationError("--timeout must be a positive number of seconds") }
     }
@@ -123,7 +127,7 @@ struct MapCommand: ParsableCommand {
         }
         if noWait { return }
         var foreground = ForegroundJob(connection: connection, receipt: receipt, specs: submission.operations,
-                                       title: "opq map", verbosity: quiet || json ? .nothing : .failures,
+                                       title: "opq map", verbosity: quiet || json ? .nothing : verbose ? .everything : .failures,
                                        onInterrupt: .cancel, cluster: cluster)
         foreground.started = started
         if json { foreground.showsSummary = false }

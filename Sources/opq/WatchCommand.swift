@@ -43,6 +43,7 @@ struct WatchCommand: ParsableCommand {
         SignalTrap.install()
         let progress = JobProgress(connection: connection, scope: scope, interactive: isatty(STDOUT_FILENO) == 1,
                                    verbosity: failuresOnly ? .failures : .everything)
+        progress.announces = true
         do {
             switch try progress.follow() {
             case .interrupted, .lost:

@@ -47,7 +47,9 @@ final class Run: @unchecked Sendable {
     private var outputEnded = false
     private var status: Int32?
 
-    init(_ executable: String, _ arguments: [String], in scratch: Scratch, environment: [String: String] = [:]) throws {
+    /// Starts `executable` with `arguments`; standard input comes from the file `input` (default /dev/null).
+    init(_ executable: String, _ arguments: [String], in scratch: Scratch, environment: [String: String] = [:],
+         input: String = "/dev/null") throws {
         stderrPath = scratch.path("\(executable)-\(UUID().uuidString.prefix(6)).err")
         let errors = open(stderrPath, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
         guard errors >= 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
@@ -58,7 +60,7 @@ final class Run: @unchecked Sendable {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 0, input, O_RDONLY, 0)
         posix_spawn_file_actions_adddup2(&actions, fds[1], 1)
         posix_spawn_file_actions_adddup2(&actions, errors, 2)
         let path = Executables.path(executable)

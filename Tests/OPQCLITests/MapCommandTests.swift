@@ -1,0 +1,114 @@
+import Foundation
+import Testing
+
+/// File names a careless tool would split, expand or take for options.
+let awkwardNames = [
+    "plain.txt", "with space.tar.gz", "it's quoted.txt", "double\"quote.md", "$HOME and $(date).log", "*.star",
+    "-rf", "semi;colon & amp.txt", "back\\slash", "tab\there.txt", "ünïcödé 日本.txt", ".hidden", "new\nline.txt",
+]
+
+@Suite(.serialized) struct MapCommandTests {
+    /// Writes `names` (NUL-separated) as `input` in `scratch` and creates each as a file under `in/`.
+    private func makeInput(_ scratch: Scratch, _ names: [String]) throws -> String {
+        try FileManager.default.createDirectory(atPath: scratch.path("in"), withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(atPath: scratch.path("out"), withIntermediateDirectories: true)
+        for name in names { FileManager.default.createFile(atPath: scratch.path("in/" + name), contents: Data(name.utf8)) }
+        return try scratch.write("input", names.map { "in/" + $0 }.joined(separator: "\0"))
+    }
+
+    @Test func placeholdersReachTheCommandAsSingleArgumentsForAwkwardNames() throws {
+        let scratch = try Scratch()
+        defer { scratch.remove() }
+        let input = try makeInput(scratch, awkwardNames)
+        // Each command writes its argv, bracketed, to out/N.args (N = the item's sequence number).
+        let run = try Run("opq", ["map", "-0", "--local", "2", "--cwd", scratch.path(""), "--",
+                                  "sh", "-c", #"printf '[%s]' "$@" > "$0""#, "out/{#}.args", "{}", "{.}", "{/}", "{//}", "{/.}"],
+                          in: scratch, input: input)
+        #expect(run.finish(within: 60) == 0, "\(run.stdout)\(run.stderr)")
+        #expect(run.stdout.contains("succeeded \(awkwardNames.count), failed 0"), "\(run.stdout)")
+        for (index, name) in awkwardNames.enumerated() {
+            let written = try String(contentsOfFile: scratch.path("out/\(index + 1).args"), encoding: .utf8)
+            let dot = name.lastIndex(of: ".").flatMap { $0 == name.startIndex ? nil : $0 }
+            let stem = dot.map { String(name[..<$0]) } ?? name
+            #expect(written == "[in/\(name)][in/\(stem)][\(name)][in][\(stem)]", "item \(index + 1): \(name.debugDescription)")
+        }
+    }
+
+    @Test func withoutPlaceholderTheItemIsAppendedAndFilesAreCopiedByExactName() throws {
+        let scratch = try Scratch()
+        defer { scratch.remove() }
+        let input = try makeInput(scratch, awkwardNames)
+        let run = try Run("opq", ["map", "--null", "--local", "2", "--cwd", scratch.path(""), "--quiet", "--", "cp", "-t", "out", "--"],
+                          in: scratch, input: input)
+        #expect(run.finish(within: 60) == 0, "\(run.stdout)\(run.stderr)")
+        let copied = try FileManager.default.contentsOfDirectory(atPath: scratch.path("out"))
+        #expect(Set(copied) == Set(awkwardNames))
+        for name in awkwardNames {
+            #expect(FileManager.default.contents(atPath: scratch.path("out/" + name)) == Data(name.utf8))
+        }
+    }
+
+    @Test func shellModeQuotesItemsSoTheyAreNeverCode() throws {
+        let scratch = try Scratch()
+        defer { scratch.remove() }
+        let names = awkwardNames.filter { !$0.contains("\n") }
+        let input = try makeInput(scratch, names)
+        let run = try Run("opq", ["map", "-0", "--local", "2", "--shell", "--cwd", scratch.path(""), "--",
+                                  "printf %s {/} > out/{#}.txt && test -f {}"],
+                          in: scratch, input: input)
+        #expect(run.finish(within: 60) == 0, "\(run.stdout)\(run.stderr)")
+        for (index, name) in names.enumerated() {
+            #expect((try? String(contentsOfFile: scratch.path("out/\(index + 1).txt"), encoding: .utf8)) == name)
+        }
+    }
+
+    @Test func aFailingItemExitsWith1AndIsNamedInTheSummary() throws {
+        let scratch = try Scratch()
+        defer { scratch.remove() }
+        let input = try scratch.write("input", "0\n1\n0\n\n3\n")
+        let run = try Run("opq", ["map", "--local", "2", "--", "sh", "-c", #"echo "exiting with $0" >&2; exit $0"#],
+                          in: scratch, input: input)
+        #expect(run.finish(within: 60) == 1, "\(run.stdout)\(run.stderr)")
+        #expect(run.stdout.contains("4 operations"), "the empty line is skipped: \(run.stdout)")
+        #expect(run.stdout.contains("succeeded 2, failed 2"), "\(run.stdout)")
+        #expect(run.stdout.contains("failed    1 (op-2): exit status 1"), "\(run.stdout)")
+        #expect(run.stdout.contains("stderr | exiting with 3"), "\(run.stdout)")
+    }
+
+    @Test func usageErrorsExitWith2AndAnUnreachableCoordinatorWith3() throws {
+        let scratch = try Scratch()
+        defer { scratch.remove() }
+        let input = try scratch.write("input", "a\n")
+        let noCommand = try Run("opq", ["map", "--local", "1"], in: scratch, input: input)
+        #expect(noCommand.finish(within: 30) == 2)
+        #expect(noCommand.stderr.contains("no command given"), "\(noCommand.stderr)")
+        let badPriority = try Run("opq", ["map", "--priority", "urgent", "--", "true"], in: scratch, input: input)
+        #expect(badPriority.finish(within: 30) == 2)
+        #expect(badPriority.stderr.contains("--priority 'urgent'"), "\(badPriority.stderr)")
+        let notUTF8 = try scratch.write("latin1", "ok\n")
+        FileManager.default.createFile(atPath: notUTF8, contents: Data([0x6F, 0x6B, 0x0A, 0xE9, 0x0A]))
+        let latin1 = try Run("opq", ["map", "--local", "1", "--", "true"], in: scratch, input: notUTF8)
+        #expect(latin1.finish(within: 30) == 2)
+        #expect(latin1.stderr.contains("input item 2 is not valid UTF-8"), "\(latin1.stderr)")
+        let unreachable = try Run("opq", ["map", "--coordinator", "ipc://\(scratch.path("nobody.sock"))", "--", "true"],
+                                  in: scratch, input: input)
+        #expect(unreachable.finish(within: 30) == 3, "\(unreachable.stderr)")
+    }
+
+    @Test func interruptCancelsTheItemsAndLeavesNoProcessBehind() throws {
+        let scratch = try Scratch()
+        defer { scratch.remove() }
+        let marker = "43.\(Int.random(in: 100...999))"
+        let input = try scratch.write("input", "a\nb\nc\nd\n")
+        let run = try Run("opq", ["map", "--local", "2", "--verbose", "--", "sh", "-c", "sleep \(marker)"],
+                          in: scratch, environment: ["TMPDIR": scratch.path("")], input: input)
+        #expect(run.waitForOutput("started   a", within: 30) && run.waitForOutput("started   b", within: 30), "\(run.stdout)\(run.stderr)")
+        kill(run.pid, SIGINT)
+        #expect(run.finish(within: 20) == 130, "\(run.stdout)\(run.stderr)")
+        #expect(run.stderr.contains("interrupted; cancelling job-1 and stopping the local cluster"), "\(run.stderr)")
+        #expect(processes(containing: marker).isEmpty, "no command left running")
+        #expect(processes(containing: scratch.path("opq-run-")).isEmpty, "no coordinator or worker left running")
+        let left = try FileManager.default.contentsOfDirectory(atPath: scratch.path("")).filter { $0.hasPrefix("opq-run-") }
+        #expect(left.isEmpty, "no socket file or directory left behind")
+    }
+}
