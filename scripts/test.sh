@@ -14,5 +14,7 @@ processes='OPQEndToEndTests|OPQCLITests'
 swift test --skip-build --skip "RandomWorkload|$processes"
 swift test --skip-build --filter "$processes"
 swift test --skip-build --filter RandomWorkload
-echo "== opq-bench --smoke (debug build: checks the benchmark runs, not the figures)"
+echo "== opq-bench smoke runs (debug build: they check the benchmarks run, not the figures)"
 swift run --skip-build opq-bench --smoke
+swift run --skip-build opq-bench cluster --smoke
+swift run --skip-build opq-bench map --smoke

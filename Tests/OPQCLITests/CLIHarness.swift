@@ -47,10 +47,10 @@ final class Run: @unchecked Sendable {
     private var outputEnded = false
     private var status: Int32?
 
-    /// Starts `executable` with `arguments`; standard input comes from the file `input` (default /dev/null).
+    /// Starts `executable` (a built product by name, or a path) with `arguments`; standard input comes from the file `input` (default /dev/null).
     init(_ executable: String, _ arguments: [String], in scratch: Scratch, environment: [String: String] = [:],
          input: String = "/dev/null") throws {
-        stderrPath = scratch.path("\(executable)-\(UUID().uuidString.prefix(6)).err")
+        stderrPath = scratch.path("\((executable as NSString).lastPathComponent)-\(UUID().uuidString.prefix(6)).err")
         let errors = open(stderrPath, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
         guard errors >= 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
         defer { close(errors) }
@@ -63,7 +63,7 @@ final class Run: @unchecked Sendable {
         posix_spawn_file_actions_addopen(&actions, 0, input, O_RDONLY, 0)
         posix_spawn_file_actions_adddup2(&actions, fds[1], 1)
         posix_spawn_file_actions_adddup2(&actions, errors, 2)
-        let path = Executables.path(executable)
+        let path = executable.contains("/") ? executable : Executables.path(executable)
         let argv = ([path] + arguments).map { strdup($0) } + [nil]
         let merged = ProcessInfo.processInfo.environment.merging(environment) { $1 }
         let envp = merged.map { strdup("\($0.key)=\($0.value)") } + [nil]

@@ -17,6 +17,30 @@ import Testing
         #expect(left.isEmpty, "the private cluster directory is removed")
     }
 
+    @Test func theFailingDAGExampleCancelsOnlyWhatRequiresSuccess() throws {
+        let scratch = try Scratch()
+        defer { scratch.remove() }
+        let example = Executables.repository.appendingPathComponent("examples/failing-dag.yaml").path
+        let run = try Run("opq", ["run", example, "--slots", "2"], in: scratch)
+        #expect(run.finish(within: 120) == 1, "\(run.stdout)\(run.stderr)")
+        #expect(run.stdout.contains("7 operations in"), "\(run.stdout)")
+        #expect(run.stdout.contains("succeeded 4, failed 1, cancelled 2"), "\(run.stdout)")
+        #expect(run.stdout.contains("failed parse (op-2): exit status 1"), "\(run.stdout)")
+        #expect(run.stdout.contains("stderr | data.json is truncated"), "\(run.stdout)")
+        #expect(run.stdout.contains("cancelled publish (op-4): a dependency failed"), "\(run.stdout)")
+        #expect(run.stdout.contains("succeeded cleanup (op-7)"), "requires: any runs after a cancelled dependency: \(run.stdout)")
+    }
+
+    @Test func theMapExampleHandlesEveryAwkwardName() throws {
+        let scratch = try Scratch()
+        defer { scratch.remove() }
+        let example = Executables.repository.appendingPathComponent("examples/map-awkward-names.sh").path
+        let run = try Run("/bin/bash", [example], in: scratch,
+                          environment: ["OPQ": Executables.path("opq"), "TMPDIR": scratch.path("")])
+        #expect(run.finish(within: 120) == 0, "\(run.stdout)\(run.stderr)")
+        #expect(run.stdout.contains("compressed, verified and checksummed: 10 of 10 files"), "\(run.stdout)")
+    }
+
     @Test func aJobFileErrorExitsWithStatus2NamingTheLine() throws {
         let scratch = try Scratch()
         defer { scratch.remove() }
