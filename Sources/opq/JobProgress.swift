@@ -44,6 +44,8 @@ final class JobProgress {
     private var finishedBefore: Int?
     /// Print a line once the first snapshot is in (`opq watch`).
     var announces = false
+    /// Print JSON lines instead of text (`opq watch --json`).
+    var emitsJSON = false
     private var states: [UInt64: Opq_V1_OperationState] = [:]
     private var outcomes: [UInt64: Opq_V1_Outcome] = [:]
     private var lastSequence: UInt64?
@@ -91,6 +93,8 @@ final class JobProgress {
                     // finish goes unreported when the job is faster than the watch.
                     var change = Opq_V1_OperationEvent()
                     change.operation = info.id
+                    change.job = info.job
+                    change.attempt = info.attempt
                     change.worker = info.worker
                     if info.state == .executing, states[info.id] != .executing {
                         change.state = .executing
@@ -108,7 +112,7 @@ final class JobProgress {
                 }
                 if !snapshot.more, finishedBefore == nil {
                     finishedBefore = counts().done
-                    if announces { announce() }
+                    if announces && !emitsJSON { announce() }
                 }
                 if let job, snapshot.jobs.contains(where: { $0.id == job && $0.finished }) { return .finished }
                 draw()
@@ -161,11 +165,15 @@ final class JobProgress {
     private func apply(_ change: Opq_V1_OperationEvent) {
         let previous = states[change.operation]
         states[change.operation] = change.state
+        if change.state == .finished { outcomes[change.operation] = change.outcome }
+        if emitsJSON {
+            emitJSON(change, previous: previous)
+            return
+        }
         switch change.state {
         case .executing where previous != .executing && !interactive && verbosity == .everything:
             say("started   \(label(change.operation))" + (change.worker.isEmpty ? "" : " on \(change.worker)"))
         case .finished:
-            outcomes[change.operation] = change.outcome
             let detail = Self.detail(outcome: change.outcome, reason: change.reason,
                                      exitCode: change.hasExitCode ? change.exitCode : nil, signal: change.hasSignal ? change.signal : nil)
             let wanted = switch verbosity {
@@ -180,6 +188,31 @@ final class JobProgress {
         default:
             break
         }
+    }
+
+    /// One JSON object per line for every start and finish (`opq watch --json`): `event` ("started" or
+    /// "finished"), `id`, `name`, `job`, `worker`, `attempt`, `time`; for a finish also `outcome`, `reason`,
+    /// `exitCode`, `signal`.
+    private func emitJSON(_ change: Opq_V1_OperationEvent, previous: Opq_V1_OperationState?) {
+        var object: [String: Any] = [
+            "id": change.operation, "name": names[change.operation] ?? "", "job": change.job,
+            "worker": change.worker.isEmpty ? NSNull() : change.worker as Any, "attempt": change.attempt,
+        ]
+        if change.time > 0 { object["time"] = change.time }
+        switch change.state {
+        case .executing where previous != .executing:
+            object["event"] = "started"
+        case .finished:
+            object["event"] = "finished"
+            object["outcome"] = Self.word(change.outcome)
+            object["reason"] = Self.detail(outcome: change.outcome, reason: change.reason, exitCode: nil, signal: nil)
+            object["exitCode"] = change.hasExitCode ? change.exitCode as Any : NSNull()
+            object["signal"] = change.hasSignal ? change.signal as Any : NSNull()
+        default:
+            return
+        }
+        print(JSONOutput.string(object))
+        fflush(nil)
     }
 
     /// "succeeded", "failed", "cancelled".
@@ -246,7 +279,7 @@ final class JobProgress {
 
     /// Redraws the updating line (terminal only): bar, done/total, outcomes, running, rate, ETA.
     private func draw() {
-        guard interactive else { return }
+        guard interactive, !emitsJSON else { return }
         let counts = counts()
         let total = max(job == nil ? states.count : names.count, states.count)
         let width = 24

@@ -31,6 +31,9 @@ struct WaitCommand: ParsableCommand {
     @Option(help: ArgumentHelp("Give up after this many seconds (default: wait as long as it takes).", valueName: "seconds"))
     var timeout: Double?
 
+    @Flag(help: "Print the job (as opq status --json does) or the operation (as opq show --json) when the wait ends.")
+    var json = false
+
     func run() throws {
         guard let id = TargetID(target, bare: { .job(JobID($0)) }) else {
             throw fail(.usage, "'\(target)' is not a job or operation id (write job-N or op-N)")
@@ -45,12 +48,17 @@ struct WaitCommand: ParsableCommand {
                     "\(summary.count([.succeeded, .failed, .cancelled][k])) \(word)"
                 }
                 let unfinished = summary.operations.filter { $0.state != .finished }.count
-                print("job-\(job.rawValue): " + counts.joined(separator: ", ") + (unfinished > 0 ? ", \(unfinished) unfinished (timed out)" : ""))
+                if json {
+                    print(JSONOutput.string(["job": job.rawValue, "finished": unfinished == 0,
+                                             "operations": summary.operations.map(JSONOutput.operation)]))
+                } else {
+                    print("job-\(job.rawValue): " + counts.joined(separator: ", ") + (unfinished > 0 ? ", \(unfinished) unfinished (timed out)" : ""))
+                }
                 if !summary.allSucceeded { throw ExitStatus.someFailed }
             case .operation(let operation):
                 let info = try Self.waitForOperation(connection, operation: operation.rawValue, timeout: timeout)
                 let word = info.state == .finished ? JobProgress.word(info.outcome) : "unfinished (timed out)"
-                print("\(JobSummary.label(info)): \(word)")
+                print(json ? JSONOutput.string(JSONOutput.operation(info)) : "\(JobSummary.label(info)): \(word)")
                 if info.state != .finished || info.outcome != .succeeded { throw ExitStatus.someFailed }
             }
         } catch let error as ClientError {

@@ -18,6 +18,8 @@ struct WatchCommand: ParsableCommand {
               opq watch job-3
               opq watch "$(opq submit jobs.yaml)" && echo all succeeded
               opq watch | grep failed          # plain lines, everything, until Ctrl-C
+              opq watch job-3 --json | jq -c 'select(.event == "finished")'
+
 
             Exit status (with a job): 0 every operation succeeded; 1 some failed or were cancelled; 2 bad id or unknown job; 3 cannot reach the coordinator. Without a job: 0 after Ctrl-C.
             """
@@ -30,6 +32,9 @@ struct WatchCommand: ParsableCommand {
 
     @Flag(help: "Plain lines only for operations that did not succeed.")
     var failuresOnly = false
+
+    @Flag(help: "One JSON object per line for every start and finish: event, id, name, job, worker, attempt, time; outcome, reason, exitCode, signal for a finish.")
+    var json = false
 
     func run() throws {
         var scope = JobProgress.Scope.all
@@ -44,6 +49,7 @@ struct WatchCommand: ParsableCommand {
         let progress = JobProgress(connection: connection, scope: scope, interactive: isatty(STDOUT_FILENO) == 1,
                                    verbosity: failuresOnly ? .failures : .everything)
         progress.announces = true
+        progress.emitsJSON = json
         do {
             switch try progress.follow() {
             case .interrupted, .lost:

@@ -95,6 +95,20 @@ import Testing
         #expect(again.status == 1)
         #expect(again.stdout.contains("failed    two (op-") && !again.stdout.contains("succeeded"), "\(again.stdout)")
 
+        // JSON lines for scripts: one object per start and finish.
+        let lines = try cluster.opq(["watch", "job-\(job)", "--json"], within: 10)
+        #expect(lines.status == 1)
+        let events = try lines.stdout.split(separator: "\n").map { try #require(try json(String($0)) as? [String: Any]) }
+        let finishes = events.filter { $0["event"] as? String == "finished" }
+        #expect(finishes.count == 3, "\(lines.stdout)")
+        let two = try #require(finishes.first { $0["name"] as? String == "two" })
+        #expect(two["outcome"] as? String == "failed" && two["exitCode"] as? Int == 1 && two["job"] as? Int == job)
+        let waited = try cluster.opq(["wait", "job-\(job)", "--json"], within: 10)
+        #expect(waited.status == 1)
+        let document = try #require(try json(waited.stdout) as? [String: Any])
+        #expect(document["finished"] as? Bool == true)
+        #expect((document["operations"] as? [[String: Any]])?.compactMap { $0["outcome"] as? String } == ["succeeded", "failed", "succeeded"])
+
         let ok = try cluster.opq(["map", "--quiet", "--", "true"], input: input, within: 60)
         #expect(ok.status == 0, "remote map waits by default: \(ok.stdout)\(ok.stderr)")
         #expect(ok.stdout.contains("3 operations"), "\(ok.stdout)")
