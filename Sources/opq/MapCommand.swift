@@ -25,10 +25,10 @@ struct MapCommand: ParsableCommand {
 
             Examples:
               ls *.wav | opq map --local 4 -- flac --silent {}
-              find . -name '*.jpg' -print0 | opq map -0 --local 2 -- convert {} -resize 50% small/{/.}.png
+              find . -name '*.jpg' -print0 | opq map -0 --local 2 -- convert {} small/{/.}.png
               cat urls.txt | opq map --queue fetch --priority low -- curl -sSfO {}
               ls logs/*.log | opq map --shell -- 'gzip -c {} > archive/{/}.gz'
-              opq map --no-wait --json -- sha256sum {} < files.txt    # to a running coordinator
+              opq map --no-wait --json -- sha256sum {} < files.txt  # to a coordinator
 
             Exit status: 0 every operation succeeded; 1 some failed or were cancelled; 2 usage error (nothing ran); 3 cannot reach the coordinator (or start the local cluster); 130 interrupted.
             """
@@ -75,7 +75,7 @@ struct MapCommand: ParsableCommand {
     @Flag(help: "Print a line for every start and finish, not only for failures.")
     var verbose = false
 
-    @Argument(parsing: .captureForPassthrough, help: ArgumentHelp("The command and its arguments, after --.", valueName: "command"))
+    @Argument(parsing: .postTerminator, help: ArgumentHelp("The command and its arguments, after --.", valueName: "command"))
     var command: [String] = []
 
     func validate() throws {
