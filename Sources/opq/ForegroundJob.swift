@@ -51,10 +51,13 @@ struct ForegroundJob {
     func run() throws(ExitStatus) {
         let cluster = cluster
         let isAlive = { cluster?.exitedProcess == nil }
+        let interactive = isatty(STDOUT_FILENO) == 1
         let progress = JobProgress(connection: connection, scope: .job(job), names: names,
-                                   interactive: isatty(STDOUT_FILENO) == 1, verbosity: verbosity)
+                                   interactive: interactive, verbosity: verbosity)
         do {
-            switch try progress.follow(isAlive: isAlive) {
+            // Nothing to show: a Wait costs the coordinator less than a stream of every transition.
+            let ending = verbosity == .nothing && !interactive ? try waitQuietly(isAlive: isAlive) : try progress.follow(isAlive: isAlive)
+            switch ending {
             case .finished:
                 let summary = try JobSummary.fetch(connection, job: job)
                 if showsSummary { summary.print(title: title, elapsed: Date().timeIntervalSince(started), connection: connection) }
@@ -71,6 +74,15 @@ struct ForegroundJob {
             throw status
         } catch {
             throw fail(.unreachable, "\(error)")
+        }
+    }
+
+    /// Blocks on Wait requests in short slices, so a signal or a dying cluster is noticed.
+    private func waitQuietly(isAlive: () -> Bool) throws(ClientError) -> JobProgress.Ending {
+        while true {
+            if SignalTrap.count > 0 { return .interrupted }
+            if !isAlive() { return .lost }
+            if !(try connection.wait(job: JobID(job), timeout: 0.25)).timedOut { return .finished }
         }
     }
 
