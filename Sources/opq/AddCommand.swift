@@ -28,35 +28,25 @@ struct AddCommand: ParsableCommand {
 
     @OptionGroup var global: GlobalOptions
 
+    @OptionGroup(title: "Operation options") var operation: OperationOptions
+
     @Option(help: ArgumentHelp("A name for display and lists.", valueName: "name"))
     var name = ""
 
     @Option(help: ArgumentHelp("An operation (op-N or N) that must finish first; repeat for several.", valueName: "op"))
     var after: [String] = []
 
-    @Option(help: ArgumentHelp("The queue to add it to.", valueName: "queue"))
-    var queue = "default"
 
-    @Option(help: ArgumentHelp("veryLow, low, normal, high, veryHigh, or an integer.", valueName: "priority"))
-    var priority = "normal"
 
-    @Option(help: ArgumentHelp("background, utility, default, userInitiated or userInteractive (niceness on the worker).", valueName: "qos"))
-    var qos = "default"
 
     @Option(help: ArgumentHelp("'any' (run whatever the dependencies' outcomes) or 'success' (cancelled if one fails).", valueName: "any|success"))
     var requires = "any"
 
-    @Option(help: ArgumentHelp("Attempts after a failed one.", valueName: "n"))
-    var retries = 0
 
-    @Option(help: ArgumentHelp("Seconds an attempt may run before it is killed and fails.", valueName: "seconds"))
-    var timeout: Double?
 
     @Option(name: .customLong("label"), help: ArgumentHelp("Only workers with this label may run it; repeat for several.", valueName: "key=value"))
     var labels: [String] = []
 
-    @Option(help: ArgumentHelp("The command's working directory (default: the current directory).", valueName: "dir"))
-    var cwd: String?
 
     @Flag(help: "Run the command words as one /bin/sh -c script.")
     var shell = false
@@ -70,14 +60,8 @@ struct AddCommand: ParsableCommand {
     @Argument(parsing: .postTerminator, help: ArgumentHelp("The command and its arguments, after --.", valueName: "command"))
     var command: [String] = []
 
-    func validate() throws {
-        if retries < 0 { throw ValidationError("--retries must not be negative") }
-        if let timeout, !(timeout > 0) { throw ValidationError("--timeout must be a positive number of seconds") }
-    }
-
     func run() throws {
-        var spec = try OperationOptions.spec(queue: queue, priority: priority, qos: qos, requires: requires,
-                                             retries: retries, timeout: timeout)
+        var spec = try operation.spec(requires: requires)
         spec.name = name
         for text in after {
             guard let target = TargetID(text, bare: { .operation(OperationID($0)) }), case .operation(let id) = target else {
@@ -92,10 +76,10 @@ struct AddCommand: ParsableCommand {
         }
         let words = command.first == "--" ? Array(command.dropFirst()) : command
         if !words.isEmpty {
-            let directory = cwd ?? FileManager.default.currentDirectoryPath
+            let directory = operation.workingDirectory
             spec.work = .command(shell ? .shell(words.joined(separator: " "), workingDirectory: directory)
                                        : Command(words, workingDirectory: directory))
-        } else if shell || cwd != nil {
+        } else if shell || operation.cwd != nil {
             throw fail(.usage, "--shell and --cwd need a command after --")
         }
 

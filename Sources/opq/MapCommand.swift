@@ -36,6 +36,8 @@ struct MapCommand: ParsableCommand {
 
     @OptionGroup var global: GlobalOptions
 
+    @OptionGroup(title: "Operation options") var operation: OperationOptions
+
     @Option(help: ArgumentHelp("Run on a private local cluster that runs n commands at a time, instead of a running coordinator.", valueName: "n"))
     var local: Int?
 
@@ -45,23 +47,11 @@ struct MapCommand: ParsableCommand {
     @Flag(help: "Run each command through /bin/sh -c (items are single-quoted).")
     var shell = false
 
-    @Option(help: ArgumentHelp("The queue to add the operations to.", valueName: "queue"))
-    var queue = "default"
 
-    @Option(help: ArgumentHelp("veryLow, low, normal, high, veryHigh, or an integer.", valueName: "priority"))
-    var priority = "normal"
 
-    @Option(help: ArgumentHelp("background, utility, default, userInitiated or userInteractive (niceness on the worker).", valueName: "qos"))
-    var qos = "default"
 
-    @Option(help: ArgumentHelp("Attempts after a failed one.", valueName: "n"))
-    var retries = 0
 
-    @Option(help: ArgumentHelp("Seconds an attempt may run before it is killed and fails.", valueName: "seconds"))
-    var timeout: Double?
 
-    @Option(help: ArgumentHelp("The commands' working directory (default: the current directory).", valueName: "dir"))
-    var cwd: String?
 
     @Flag(help: "Print the job id (or, with --json, the operations) and return instead of waiting.")
     var noWait = false
@@ -82,12 +72,10 @@ struct MapCommand: ParsableCommand {
         if let local, local < 1 { throw ValidationError("--local must be at least 1") }
         if local != nil && noWait { throw ValidationError("--no-wait needs a running coordinator; it cannot be used with --local") }
         if quiet && verbose { throw ValidationError("--quiet and --verbose contradict each other") }
-        if retries < 0 { throw ValidationError("--retries must not be negative") }
-        if let timeout, !(timeout > 0) { throw ValidationError("--timeout must be a positive number of seconds") }
     }
 
     func run() throws {
-        let base = try OperationOptions.spec(queue: queue, priority: priority, qos: qos, requires: "any", retries: retries, timeout: timeout)
+        let base = try operation.spec()
         let template: MapTemplate
         do {
             template = try MapTemplate(command.first == "--" ? Array(command.dropFirst()) : command, shell: shell)
@@ -99,8 +87,7 @@ struct MapCommand: ParsableCommand {
             printError("opq map: no input items; nothing to run")
             return
         }
-        let directory = cwd ?? FileManager.default.currentDirectoryPath
-        let submission = Submission(template.operations(for: items, base: base, workingDirectory: directory))
+        let submission = Submission(template.operations(for: items, base: base, workingDirectory: operation.workingDirectory))
         let started = Date()
         SignalTrap.install()
 

@@ -1,12 +1,38 @@
+import ArgumentParser
 import Foundation
 import OPQCore
 
 /// The per-operation options `opq add` and `opq map` share, checked the way job files are.
-enum OperationOptions {
+struct OperationOptions: ParsableArguments {
+    @Option(help: ArgumentHelp("The queue to add to.", valueName: "queue"))
+    var queue = "default"
+
+    @Option(help: ArgumentHelp("veryLow, low, normal, high, veryHigh, or an integer.", valueName: "priority"))
+    var priority = "normal"
+
+    @Option(help: ArgumentHelp("background, utility, default, userInitiated or userInteractive (niceness on the worker).", valueName: "qos"))
+    var qos = "default"
+
+    @Option(help: ArgumentHelp("Attempts after a failed one.", valueName: "n"))
+    var retries = 0
+
+    @Option(help: ArgumentHelp("Seconds an attempt may run before it is killed and fails.", valueName: "seconds"))
+    var timeout: Double?
+
+    @Option(help: ArgumentHelp("The working directory of the command (default: the current directory).", valueName: "dir"))
+    var cwd: String?
+
+    func validate() throws {
+        if retries < 0 { throw ValidationError("--retries must not be negative") }
+        if let timeout, !(timeout > 0) { throw ValidationError("--timeout must be a positive number of seconds") }
+        if queue.isEmpty { throw ValidationError("--queue must not be empty") }
+    }
+
+    /// The directory commands run in.
+    var workingDirectory: String { cwd ?? FileManager.default.currentDirectoryPath }
+
     /// An operation spec with these settings and no work yet; a bad value is a usage error naming the option.
-    static func spec(queue: String, priority: String, qos: String, requires: String, retries: Int,
-                     timeout: Double?) throws(ExitStatus) -> OperationSpec {
-        guard !queue.isEmpty else { throw fail(.usage, "--queue must not be empty") }
+    func spec(requires: String = "any") throws(ExitStatus) -> OperationSpec {
         guard let level = QueuePriority(parsing: priority) else {
             throw fail(.usage, "--priority '\(priority)' is not veryLow, low, normal, high, veryHigh or an integer")
         }
