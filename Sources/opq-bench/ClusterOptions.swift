@@ -48,51 +48,32 @@ struct ClusterOptions {
     /// Parses `arguments` (after `cluster`); exits with a message on a mistake.
     static func parse(_ arguments: [String]) -> ClusterOptions {
         var options = ClusterOptions()
-        var explicit = Set<String>()
-        var rest = arguments[...]
-        func value(for flag: String) -> String {
-            guard let value = rest.popFirst() else { fail("\(flag) needs a value") }
-            explicit.insert(flag)
-            return value
-        }
-        func positive(_ text: String, _ flag: String) -> Int {
-            guard let number = Int(text.filter { $0 != "_" }), number > 0 else { fail("\(flag): '\(text)' is not a positive integer") }
-            return number
-        }
-        while let argument = rest.popFirst() {
+        var reader = ArgumentReader(arguments, command: "opq-bench cluster", usage: usage)
+        while let argument = reader.next() {
             switch argument {
             case "--smoke": options.isSmoke = true
-            case "--bin-dir": options.binDirectory = value(for: argument)
-            case "--ops": options.throughputOperations = positive(value(for: argument), argument)
-            case "--slots": options.slotCounts = value(for: argument).split(separator: ",").map { positive(String($0), argument) }
-            case "--latency-ops": options.latencyOperations = positive(value(for: argument), argument)
+            case "--bin-dir": options.binDirectory = reader.value(for: argument)
+            case "--ops": options.throughputOperations = reader.positive(for: argument)
+            case "--slots": options.slotCounts = reader.positives(for: argument)
+            case "--latency-ops": options.latencyOperations = reader.positive(for: argument)
             case "--chain":
-                options.chainOperations = positive(value(for: argument), argument)
-                if options.chainOperations < 2 { fail("--chain: a chain needs at least 2 operations") }
-            case "--workers": options.workers = positive(value(for: argument), argument)
+                options.chainOperations = reader.positive(for: argument)
+                if options.chainOperations < 2 { reader.fail("--chain: a chain needs at least 2 operations") }
+            case "--workers": options.workers = reader.positive(for: argument)
             case "--no-foundation": options.foundation = false
             case "--no-failover": options.failover = false
             case "--keep-logs": options.keepLogs = true
             case "--json": options.json = true
-            case "-h", "--help":
-                print(usage)
-                exit(0)
-            default: fail("unknown argument '\(argument)'")
+            default: reader.unknown(argument)
             }
         }
         if options.isSmoke {
-            if !explicit.contains("--ops") { options.throughputOperations = 2_000 }
-            if !explicit.contains("--latency-ops") { options.latencyOperations = 200 }
-            if !explicit.contains("--chain") { options.chainOperations = 1_000 }
+            if !reader.explicit.contains("--ops") { options.throughputOperations = 2_000 }
+            if !reader.explicit.contains("--latency-ops") { options.latencyOperations = 200 }
+            if !reader.explicit.contains("--chain") { options.chainOperations = 1_000 }
         }
-        if options.failover && options.workers < 2 { fail("--workers: the kill -9 measurement needs at least 2 workers (or --no-failover)") }
+        if options.failover && options.workers < 2 { reader.fail("--workers: the kill -9 measurement needs at least 2 workers (or --no-failover)") }
         options.slotCounts = Array(Set(options.slotCounts)).sorted()
         return options
-    }
-
-    private static func fail(_ message: String) -> Never {
-        var standardError = StandardError()
-        print("opq-bench cluster: \(message)\n\n\(usage)", to: &standardError)
-        exit(2)
     }
 }

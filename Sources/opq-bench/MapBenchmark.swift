@@ -28,35 +28,19 @@ enum MapBenchmark {
 
         static func parse(_ arguments: [String]) -> Options {
             var options = Options()
-            var rest = arguments[...]
-            func value(_ flag: String) -> String {
-                guard let next = rest.popFirst() else { fail("\(flag) needs a value") }
-                return next
-            }
-            func count(_ flag: String) -> Int {
-                let text = value(flag)
-                guard let number = Int(text), number > 0 else { fail("\(flag) needs a positive integer, not '\(text)'") }
-                return number
-            }
-            while let argument = rest.popFirst() {
+            var reader = ArgumentReader(arguments, command: "opq-bench map", usage: usage)
+            while let argument = reader.next() {
                 switch argument {
                 case "--smoke": options.lines = 100; options.rounds = 1
-                case "--lines": options.lines = count(argument)
-                case "--rounds": options.rounds = count(argument)
-                case "--slots": options.slots = count(argument)
-                case "--bin-dir": options.binDirectory = value(argument)
+                case "--lines": options.lines = reader.positive(for: argument)
+                case "--rounds": options.rounds = reader.positive(for: argument)
+                case "--slots": options.slots = reader.positive(for: argument)
+                case "--bin-dir": options.binDirectory = reader.value(for: argument)
                 case "--json": options.json = true
-                case "-h", "--help": print(usage); exit(0)
-                default: fail("unknown option '\(argument)'")
+                default: reader.unknown(argument)
                 }
             }
             return options
-        }
-
-        private static func fail(_ message: String) -> Never {
-            var standardError = StandardError()
-            print("opq-bench map: \(message)\n\n\(usage)", to: &standardError)
-            exit(2)
         }
     }
 

@@ -30,6 +30,7 @@ struct Options {
     static let usage = """
     usage: opq-bench [options]
            opq-bench cluster [--smoke] [--json] [--bin-dir DIR] ...   (real processes: opq-bench cluster --help)
+           opq-bench map [--smoke] [--lines N] [--rounds R] ...        (opq map vs xargs and GNU parallel: opq-bench map --help)
       Measures the OPQCore scheduler (submit + dispatch + finish, on a simulated cluster) and Foundation's
       OperationQueue on the same graphs, and the core's bytes per pending operation.
 
@@ -50,46 +51,33 @@ struct Options {
     /// Parses `arguments` (without the program name); exits with a message on a mistake.
     static func parse(_ arguments: [String]) -> Options {
         var options = Options()
-        var explicitSizes = false
-        var rest = arguments[...]
-        func value(for flag: String) -> String {
-            guard let value = rest.popFirst() else { fail("\(flag) needs a value") }
-            return value
-        }
-        func positive(_ text: String, _ flag: String) -> Int {
-            guard let number = Int(text.replacingUnderscores()), number > 0 else { fail("\(flag): '\(text)' is not a positive integer") }
-            return number
-        }
-        while let argument = rest.popFirst() {
+        var reader = ArgumentReader(arguments, command: "opq-bench", usage: usage)
+        while let argument = reader.next() {
             switch argument {
             case "--smoke": options.isSmoke = true
             case "--sizes":
-                explicitSizes = true
-                options.sizes = value(for: argument).split(separator: ",").map { positive(String($0), argument) }
-                if options.sizes.contains(where: { $0 < 2 }) { fail("--sizes: every size must be at least 2") }
+                options.sizes = reader.positives(for: argument)
+                if options.sizes.contains(where: { $0 < 2 }) { reader.fail("--sizes: every size must be at least 2") }
             case "--shapes":
-                options.shapes = value(for: argument).split(separator: ",").map {
+                options.shapes = reader.value(for: argument).split(separator: ",").map {
                     guard let shape = Shape(flag: String($0)) else {
-                        fail("--shapes: unknown shape '\($0)' (known: \(Shape.allCases.map(\.rawValue).joined(separator: ", ")))")
+                        reader.fail("--shapes: unknown shape '\($0)' (known: \(Shape.allCases.map(\.rawValue).joined(separator: ", ")))")
                     }
                     return shape
                 }
             case "--no-foundation": options.foundation = false
             case "--no-memory": options.memory = false
             case "--no-started": options.reportsStarted = false
-            case "--workers": options.workers = positive(value(for: argument), argument)
-            case "--slots": options.slots = positive(value(for: argument), argument)
-            case "--budget": options.coreBudget = Double(positive(value(for: argument), argument))
-            case "--foundation-budget": options.foundationBudget = Double(positive(value(for: argument), argument))
+            case "--workers": options.workers = reader.positive(for: argument)
+            case "--slots": options.slots = reader.positive(for: argument)
+            case "--budget": options.coreBudget = Double(reader.positive(for: argument))
+            case "--foundation-budget": options.foundationBudget = Double(reader.positive(for: argument))
             case "--json": options.json = true
-            case "-h", "--help":
-                print(usage)
-                exit(0)
-            default: fail("unknown argument '\(argument)'")
+            default: reader.unknown(argument)
             }
         }
         if options.isSmoke {
-            if !explicitSizes { options.sizes = [1_000, 5_000] }
+            if !reader.explicit.contains("--sizes") { options.sizes = [1_000, 5_000] }
             options.coreBudget = min(options.coreBudget, 10)
             options.foundationBudget = min(options.foundationBudget, 1)
         }
@@ -97,12 +85,6 @@ struct Options {
         var seen = Set<Shape>()
         options.shapes = options.shapes.filter { seen.insert($0).inserted }
         return options
-    }
-
-    private static func fail(_ message: String) -> Never {
-        var standardError = StandardError()
-        print("opq-bench: \(message)\n\n\(usage)", to: &standardError)
-        exit(2)
     }
 }
 
@@ -120,9 +102,4 @@ private func writeToStandardError(_ string: String) {
         guard result > 0 else { return }
         written += result
     }
-}
-
-private extension String {
-    /// `1_000_000` → `1000000`, so sizes can be written readably.
-    func replacingUnderscores() -> String { filter { $0 != "_" } }
 }
