@@ -82,6 +82,7 @@ final class JobProgress {
             if SignalTrap.count >= signals || deadline.map({ Date() > $0 }) == true { return .interrupted }
             guard let message = try connection.nextStreamMessage(timeout: 0.2) else {
                 if !isAlive() { return .lost }
+                if lineShown { draw() }  // the clock, rate and ETA move on between events
                 continue
             }
             switch message.body {
