@@ -97,6 +97,9 @@ final class AgentConnection {
             receiveAll(now: now)
             applyStopRequest(now: now)
             try advance(now: now)
+            // An attempt dispatched by this turn's orders has usually started by now (on the local
+            // queue's thread): its `started` goes out in this turn's Reports, not one poll later.
+            absorbEvents()
             flush(now: now)
             finishIfStopped(now: now)
         }
