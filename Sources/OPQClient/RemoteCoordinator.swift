@@ -137,9 +137,13 @@ final class ReplySlot: @unchecked Sendable {
 
     /// The result, or nil when `timeout` seconds passed first (nil timeout = no limit).
     func wait(timeout: Double?) -> Result<(reply: Opq_V1_Reply, raw: [[UInt8]]), ClientError>? {
-        let deadline = timeout.map { Date(timeIntervalSinceNow: $0) } ?? .distantFuture
+        let deadline = timeout.map { Date(timeIntervalSinceNow: $0) }
         return condition.withLock {
-            while result == nil, condition.wait(until: deadline) {}
+            while result == nil {
+                // (No `distantFuture` deadline: it overflows the timespec on Linux.)
+                guard let deadline else { condition.wait(); continue }
+                if !condition.wait(until: deadline) { break }
+            }
             return result
         }
     }

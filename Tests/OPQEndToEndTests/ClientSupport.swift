@@ -85,14 +85,17 @@ enum Script {
          mine, other, String(seconds)]
     }
 
-    /// Blocks until a line can be read from the fifo `release` (write to it to let the command end).
-    static func block(until release: String, then name: String, to file: String) -> [String] {
-        ["/bin/sh", "-c", "exec 3<>\"$0\"; read line <&3; echo \"$1\" >> \"$2\"", release, name, file]
+    /// Says "up" on the fifo `started`, then blocks until a line can be read from the fifo `release`,
+    /// then appends `name` to `file`.
+    static func block(started: Signal, release: Signal, then name: String, to file: String) -> [String] {
+        // Opens the release pipe read-write first (never blocks), so the test can write to it once "up" came.
+        ["/bin/sh", "-c", "exec 3<>\"$0\"; echo up > \"$1\"; read line <&3; echo \"$2\" >> \"$3\"",
+         release.path, started.path, name, file]
     }
 }
 
 extension Signal {
-    /// Lets a ``Script/block(until:then:to:)`` command go on.
+    /// Lets a ``Script/block(started:release:then:to:)`` command go on (after it said "up").
     func release() {
         let writer = open(path, O_WRONLY | O_NONBLOCK)
         guard writer >= 0 else { return }
