@@ -111,7 +111,7 @@ let package = Package(
         .testTarget(name: "OPQCLITests", dependencies: ["OPQCore"]),
         .testTarget(
             name: "OPQEndToEndTests",
-            dependencies: ["OPQClient", "OPQCore", "OPQWire", "ZeroMQ"]
+            dependencies: ["OPQClient", "OPQCore", "OPQWire", "OPQWorker", "ZeroMQ"]
         ),
     ]
 )

@@ -205,13 +205,17 @@ extension RemoteCoordinator {
         return tracked
     }
 
-    /// Ends every ``events()`` sequence (the connection closed).
-    func finishStreams() {
-        let streams = lock.withLock {
-            defer { tracking.streams = [:] }
-            return Array(tracking.streams.values)
+    /// The connection closed: ends every ``events()`` sequence and every wait for an unfinished operation.
+    func connectionDidClose() {
+        let (streams, operations) = lock.withLock {
+            defer {
+                tracking.streams = [:]
+                tracking.operations = [:]
+            }
+            return (Array(tracking.streams.values), Array(tracking.operations.values))
         }
         for stream in streams { stream.finish() }
+        for operation in operations { operation.connectionDidClose(.closed(endpoint: endpoint)) }
     }
 
     /// The tracked operation with `id`, if this program tracks it.

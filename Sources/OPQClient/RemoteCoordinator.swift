@@ -62,14 +62,14 @@ public final class RemoteCoordinator: @unchecked Sendable {
 
     deinit {
         loop.close()
-        finishStreams()
+        connectionDidClose()
     }
 
     /// Ends the connection: requests and waits still pending throw ``ClientError/closed(endpoint:)``;
     /// operations keep the state they had. Safe to call more than once.
     public func close() {
         loop.close()
-        finishStreams()
+        connectionDidClose()
     }
 
     // MARK: Requests

@@ -63,6 +63,8 @@ public final class RemoteOperation: @unchecked Sendable, CustomStringConvertible
     var nextStream = 0
     /// The last error of a request this operation made on its own (a priority change, a cancel).
     private var failure: ClientError?
+    /// The connection closed before the operation finished: waits end, the state stays as it was.
+    private var connectionClosed = false
 
     /// An operation with `work` (``Work`` from `OPQCore`).
     public init(work: Work) { definition = Definition(work: work) }
@@ -202,13 +204,30 @@ public final class RemoteOperation: @unchecked Sendable, CustomStringConvertible
         if let block { DispatchQueue.global().async(execute: block) }
     }
 
+    /// The connection closed while the operation was unfinished: ends every wait (``finished`` throws
+    /// `error`), and its event streams.
+    func connectionDidClose(_ error: ClientError) {
+        let (waiters, streams) = condition.withLock {
+            defer {
+                connectionClosed = true
+                finishWaiters = []
+                eventStreams = [:]
+                condition.broadcast()
+            }
+            return (finishWaiters, Array(eventStreams.values))
+        }
+        for waiter in waiters { waiter.resume(throwing: error) }
+        for stream in streams { stream.finish() }
+    }
+
     // MARK: Waiting
 
-    /// Blocks until the operation has finished (Foundation's `waitUntilFinished()`).
+    /// Blocks until the operation has finished (Foundation's `waitUntilFinished()`), or its
+    /// coordinator connection was closed (then ``isFinished`` stays false).
     /// - Precondition: it was added to a queue (an operation never added would never finish).
     public func waitUntilFinished() {
         precondition(condition.withLock { isClaimed }, "\(self): waitUntilFinished() on an operation that was never added to a queue")
-        condition.withLock { while status.state != .finished { condition.wait() } }
+        condition.withLock { while status.state != .finished, !connectionClosed { condition.wait() } }
     }
 
     /// Blocks until the operation has finished or `seconds` pass; returns whether it finished.
@@ -216,27 +235,28 @@ public final class RemoteOperation: @unchecked Sendable, CustomStringConvertible
     public func waitUntilFinished(timeout seconds: Double) -> Bool {
         let deadline = Date(timeIntervalSinceNow: seconds)
         return condition.withLock {
-            while status.state != .finished {
-                if !condition.wait(until: deadline) { return status.state == .finished }
+            while status.state != .finished, !connectionClosed {
+                if !condition.wait(until: deadline) { break }
             }
-            return true
+            return status.state == .finished
         }
     }
 
     /// The outcome, once the operation has finished: `try await operation.finished`.
     ///
-    /// Throws ``ClientError/notSubmitted(operation:)`` for an operation never added to a queue, or
-    /// `CancellationError` when the awaiting task is cancelled (the operation itself is not).
+    /// Throws ``ClientError/notSubmitted(operation:)`` for an operation never added to a queue, and
+    /// ``ClientError/closed(endpoint:)`` when the connection closes first.
     public var finished: Outcome {
         get async throws {
             guard condition.withLock({ isClaimed }) else { throw ClientError.notSubmitted(operation: description) }
             return try await withCheckedThrowingContinuation { continuation in
-                let outcome: Outcome? = condition.withLock {
-                    if status.state == .finished { return status.outcome ?? .succeeded }
+                let outcome: Result<Outcome, any Error>? = condition.withLock {
+                    if status.state == .finished { return .success(status.outcome ?? .succeeded) }
+                    if connectionClosed { return .failure(ClientError.closed(endpoint: placement?.coordinator.endpoint ?? "")) }
                     finishWaiters.append(continuation)
                     return nil
                 }
-                if let outcome { continuation.resume(returning: outcome) }
+                if let outcome { continuation.resume(with: outcome) }
             }
         }
     }
@@ -246,7 +266,7 @@ public final class RemoteOperation: @unchecked Sendable, CustomStringConvertible
     public var events: AsyncStream<RemoteEvent> {
         AsyncStream(bufferingPolicy: .unbounded) { continuation in
             let done: Bool = condition.withLock {
-                guard status.state != .finished else { return true }
+                guard status.state != .finished, !connectionClosed else { return true }
                 nextStream += 1
                 let key = nextStream
                 eventStreams[key] = continuation
