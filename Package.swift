@@ -103,6 +103,14 @@ let package = Package(
                 .product(name: "Histogram", package: "hdrhistogram-swift"),
             ]
         ),
+        .executableTarget(
+            name: "opq-example-word-count",
+            dependencies: [
+                "OPQClient", "OPQCoordinator", "OPQCore", "OPQWorker",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "examples/word-count"
+        ),
         .testTarget(name: "ZeroMQTests", dependencies: ["ZeroMQ"]),
         .testTarget(name: "OPQCoreTests", dependencies: ["OPQCore"]),
         .testTarget(name: "OPQWireTests", dependencies: ["OPQWire"]),
