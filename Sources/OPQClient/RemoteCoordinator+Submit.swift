@@ -77,13 +77,26 @@ extension RemoteCoordinator {
             return .name("#gate\(gates.count)")
         }
 
-        var submission: Submission {
-            Submission(specs, queueSettings: gates.isEmpty ? [] : [(RemoteCoordinator.gateQueue, QueueSettings(isSuspended: true))])
-        }
+        var submission: Submission { RemoteCoordinator.gated(specs, gates: gates.count) }
     }
 
     static func gateSpec(named name: String) -> OperationSpec {
         OperationSpec(name: name, queue: gateQueue, work: .empty)
+    }
+
+    /// A submission of `specs`, which hold `gates` gates: it (re)suspends the gate queue atomically.
+    static func gated(_ specs: [OperationSpec], gates: Int) -> Submission {
+        Submission(specs, queueSettings: gates == 0 ? [] : [(gateQueue, QueueSettings(isSuspended: true))])
+    }
+
+    /// Adds (or removes) the edge `operation → dependency` on the coordinator.
+    private func changeEdge(adding: Bool, _ operation: OperationID, on dependency: OperationID) throws(ClientError) {
+        var edge = Opq_V1_DependencyEdge()
+        edge.operation = operation.rawValue
+        edge.dependency = dependency.rawValue
+        try request(timeout: requestTimeout) {
+            if adding { $0.addDependency = edge } else { $0.removeDependency = edge }
+        }
     }
 
     /// Submits `operations` to `queue` as one job: accepted whole (every operation bound to its id and
@@ -155,10 +168,7 @@ extension RemoteCoordinator {
         for gate in list.gates {
             if let dependant = gate.dependant.id {
                 do {
-                    try request(timeout: requestTimeout) {
-                        $0.addDependency.operation = dependant.rawValue
-                        $0.addDependency.dependency = targetID.rawValue
-                    }
+                    try changeEdge(adding: true, dependant, on: targetID)
                 } catch {
                     firstError = firstError ?? error  // e.g. a cycle: the dependant is released anyway
                 }
@@ -178,23 +188,13 @@ extension RemoteCoordinator {
     /// Adds `dependant → dependency` where `dependant` was accepted.
     func addDependency(of dependant: RemoteOperation, on dependency: RemoteOperation) throws(ClientError) {
         guard let dependantID = dependant.id else { throw .notSubmitted(operation: dependant.description) }
-        if let dependencyID = dependency.id {
-            try request(timeout: requestTimeout) {
-                $0.addDependency.operation = dependantID.rawValue
-                $0.addDependency.dependency = dependencyID.rawValue
-            }
-            return
-        }
+        if let dependencyID = dependency.id { return try changeEdge(adding: true, dependantID, on: dependencyID) }
         // The dependency is not in any queue yet: a gate holds the dependant until it is.
         let gateID = try request(timeout: requestTimeout) {
-            $0.submit = Opq_V1_Submit(Submission([RemoteCoordinator.gateSpec(named: "gate")],
-                                                 queueSettings: [(RemoteCoordinator.gateQueue, QueueSettings(isSuspended: true))]))
+            $0.submit = Opq_V1_Submit(RemoteCoordinator.gated([RemoteCoordinator.gateSpec(named: "gate")], gates: 1))
         }.reply.submitted.operationIDs[0]
         do {
-            try request(timeout: requestTimeout) {
-                $0.addDependency.operation = dependantID.rawValue
-                $0.addDependency.dependency = gateID.rawValue
-            }
+            try changeEdge(adding: true, dependantID, on: gateID)
         } catch {
             cancelGate(gateID)
             throw error
@@ -205,13 +205,7 @@ extension RemoteCoordinator {
     /// Removes `dependant → dependency` where `dependant` was accepted.
     func removeDependency(of dependant: RemoteOperation, on dependency: RemoteOperation) throws(ClientError) {
         guard let dependantID = dependant.id else { throw .notSubmitted(operation: dependant.description) }
-        if let dependencyID = dependency.id {
-            try request(timeout: requestTimeout) {
-                $0.removeDependency.operation = dependantID.rawValue
-                $0.removeDependency.dependency = dependencyID.rawValue
-            }
-            return
-        }
+        if let dependencyID = dependency.id { return try changeEdge(adding: false, dependantID, on: dependencyID) }
         let opened: [Gate] = lock.withLock {
             guard var list = gates[ObjectIdentifier(dependency)] else { return [] }
             let opened = list.gates.filter { $0.dependant === dependant }

@@ -6,12 +6,9 @@ import Testing
 /// The `async` forms: nothing here blocks a thread of the cooperative pool while it waits.
 @Suite(.serialized) struct ClientAsyncTests {
     @Test func awaitingAnOperationAndItsEvents() async throws {
-        let cluster = try TestCluster()
-        defer { cluster.stop() }
-        try cluster.startCoordinator()
-        try cluster.startWorker("w1", slots: 1)
-        let coordinator = try await RemoteCoordinator.connect(endpoint: cluster.clientsEndpoint, timeout: 20)
-        defer { coordinator.close() }
+        let live = try await ClientCluster.start(workers: [1])
+        defer { live.stop() }
+        let coordinator = live.coordinator
         let everything = coordinator.events()
         let queue = RemoteOperationQueue(name: "async", coordinator: coordinator)
         let operation = RemoteOperation(command: ["/bin/sh", "-c", "exit 3"])
@@ -32,13 +29,9 @@ import Testing
     }
 
     @Test func awaitingABatchAndAQueue() async throws {
-        let cluster = try TestCluster()
-        defer { cluster.stop() }
-        try cluster.startCoordinator()
-        try cluster.startWorker("w1", slots: 2)
-        let coordinator = try await RemoteCoordinator.connect(endpoint: cluster.clientsEndpoint, timeout: 20)
-        defer { coordinator.close() }
-        let queue = RemoteOperationQueue(name: "batch", coordinator: coordinator)
+        let live = try await ClientCluster.start(workers: [2])
+        defer { live.stop() }
+        let queue = live.queue("batch")
         let first = RemoteOperation(command: ["true"])
         let second = RemoteOperation(command: ["true"])
         try second.addDependency(first)
@@ -52,11 +45,10 @@ import Testing
     }
 
     @Test func closingTheConnectionEndsAwaitsWithAnError() async throws {
-        let cluster = try TestCluster()
-        defer { cluster.stop() }
-        try cluster.startCoordinator()  // no worker: the operation never runs
-        let coordinator = try await RemoteCoordinator.connect(endpoint: cluster.clientsEndpoint, timeout: 20)
-        let queue = RemoteOperationQueue(name: "stuck", coordinator: coordinator)
+        let live = try await ClientCluster.start(workers: [])  // no worker: the operation never runs
+        defer { live.stop() }
+        let coordinator = live.coordinator
+        let queue = live.queue("stuck")
         let operation = RemoteOperation(command: ["true"])
         try await queue.addOperation(operation)
         coordinator.close()

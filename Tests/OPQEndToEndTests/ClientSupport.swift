@@ -10,16 +10,42 @@ final class ClientCluster: @unchecked Sendable {
     let coordinator: RemoteCoordinator
 
     /// Starts a coordinator and one worker per entry of `workers` (its slot count).
-    init(workers: [Int] = [1]) throws {
-        cluster = try TestCluster()
+    convenience init(workers: [Int] = [1]) throws {
+        let cluster = try Self.launch(workers: workers)
         do {
-            try cluster.startCoordinator()
-            for (k, slots) in workers.enumerated() { try cluster.startWorker("w\(k + 1)", slots: slots) }
-            coordinator = try RemoteCoordinator(endpoint: cluster.clientsEndpoint, timeout: 20)
+            self.init(cluster, try RemoteCoordinator(endpoint: cluster.clientsEndpoint, timeout: 20))
         } catch {
             cluster.stop()
             throw error
         }
+    }
+
+    /// The `async` form: connects without blocking a thread of the cooperative pool.
+    static func start(workers: [Int] = [1]) async throws -> ClientCluster {
+        let cluster = try launch(workers: workers)
+        do {
+            return ClientCluster(cluster, try await RemoteCoordinator.connect(endpoint: cluster.clientsEndpoint, timeout: 20))
+        } catch {
+            cluster.stop()
+            throw error
+        }
+    }
+
+    private init(_ cluster: TestCluster, _ coordinator: RemoteCoordinator) {
+        self.cluster = cluster
+        self.coordinator = coordinator
+    }
+
+    private static func launch(workers: [Int]) throws -> TestCluster {
+        let cluster = try TestCluster()
+        do {
+            try cluster.startCoordinator()
+            for (k, slots) in workers.enumerated() { try cluster.startWorker("w\(k + 1)", slots: slots) }
+        } catch {
+            cluster.stop()
+            throw error
+        }
+        return cluster
     }
 
     /// A queue of the cluster's coordinator.
