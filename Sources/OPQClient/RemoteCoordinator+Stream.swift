@@ -118,12 +118,16 @@ extension RemoteCoordinator {
         switch verdict {
         case .hold, .ignore: return
         case .gap:
-            // Something was lost between the coordinator and us: resubscribe from the last event applied.
-            let last: UInt64 = lock.withLock {
-                tracking.synced = false
-                tracking.watch = 0
-                return tracking.lastSequence
+            // Something was lost between the coordinator and us: resubscribe from the last event applied,
+            // and end the old stream.
+            let (last, old): (UInt64, UInt64) = lock.withLock {
+                defer {
+                    tracking.synced = false
+                    tracking.watch = 0
+                }
+                return (tracking.lastSequence, tracking.watch)
             }
+            loop.send({ $0.unwatch.watch = old }, handler: { _ in })
             watch(resumeAfter: last)
         case .apply:
             for item in events.items { apply(item) }

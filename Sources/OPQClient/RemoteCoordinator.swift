@@ -29,7 +29,7 @@ public final class RemoteCoordinator: @unchecked Sendable {
     public let requestTimeout: Double
 
     let loop: ClientLoop
-    /// Guards the tracking state (``RemoteCoordinator+Stream``) and the gates (``RemoteCoordinator+Gates``).
+    /// Guards the tracking state (`RemoteCoordinator+Stream.swift`) and the gates (`RemoteCoordinator+Submit.swift`).
     let lock = NSCondition()
     var tracking = Tracking()
     var gates: [ObjectIdentifier: GateList] = [:]

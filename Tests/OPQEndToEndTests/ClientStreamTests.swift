@@ -36,6 +36,8 @@ import ZeroMQ
         // Event 6 follows 5; the next batch says it follows 8: events 7 and 8 were lost.
         try send(router, identity, events(watch: first.requestID, previous: 5, sequences: [6]))
         try send(router, identity, events(watch: first.requestID, previous: 8, sequences: [9]))
+        let (_, unwatch) = try #require(try receive(router))
+        #expect(unwatch.unwatch.watch == first.requestID, "the old stream is ended")
         let (_, second) = try #require(try receive(router))
         #expect(second.watch.all == Opq_V1_All())
         #expect(second.watch.hasResumeAfter && second.watch.resumeAfter == 6, "resumes after the last event applied")
