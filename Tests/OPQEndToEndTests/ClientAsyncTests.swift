@@ -21,9 +21,10 @@ import Testing
         for await event in states { if case .stateChanged(let change) = event { seen.append(change.state) } }
         #expect(seen.last == .finished && seen.contains(.executing), "seen: \(seen)")
 
-        var jobFinished = false
-        for await event in everything {
-            if case .jobFinished(let job) = event, job == operation.job { jobFinished = true; break }
+        let job = operation.job
+        let jobFinished = try await withTimeout(seconds: 30) {
+            for await event in everything { if case .jobFinished(job) = event { return true } }
+            return false
         }
         #expect(jobFinished)
     }
