@@ -104,6 +104,14 @@ let package = Package(
                 .product(name: "Histogram", package: "hdrhistogram-swift"),
             ]
         ),
+        .executableTarget(
+            name: "opq-example-word-count",
+            dependencies: [
+                "OPQClient", "OPQCoordinator", "OPQCore", "OPQWorker",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "examples/word-count"
+        ),
         .testTarget(name: "ZeroMQTests", dependencies: ["ZeroMQ"]),
         .testTarget(name: "OPQCoreTests", dependencies: ["OPQCore"]),
         .testTarget(name: "OPQWireTests", dependencies: ["OPQWire"]),
@@ -112,7 +120,7 @@ let package = Package(
         .testTarget(name: "OPQCLITests", dependencies: ["OPQCore"]),
         .testTarget(
             name: "OPQEndToEndTests",
-            dependencies: ["OPQClient", "OPQCore", "OPQWire", "ZeroMQ"]
+            dependencies: ["OPQClient", "OPQCore", "OPQWire", "OPQWorker", "ZeroMQ"]
         ),
     ]
 )

@@ -12,6 +12,12 @@ public enum ClientError: Error, CustomStringConvertible {
     case malformed(WireError)
     /// The local socket failed.
     case transport(ZMQError)
+    /// The connection was closed (``RemoteCoordinator/close()``) before an answer came.
+    case closed(endpoint: String)
+    /// An operation was given to a queue a second time (`Operation` aborts the process; we throw).
+    case alreadyAdded(operation: String)
+    /// A request that needs a submitted operation was made on one that was not added to a queue yet.
+    case notSubmitted(operation: String)
 
     public var description: String {
         switch self {
@@ -20,8 +26,14 @@ public enum ClientError: Error, CustomStringConvertible {
         case .refused(let error): error.message
         case .malformed(let error): "malformed answer from the coordinator: \(error)"
         case .transport(let error): "\(error)"
+        case .closed(let endpoint): "the connection to \(endpoint) was closed"
+        case .alreadyAdded(let operation): "\(operation) was already added to a queue; an operation runs once"
+        case .notSubmitted(let operation): "\(operation) has not been added to a queue yet"
         }
     }
+
+    /// The coordinator's refusal with its details (code, operation, cycle members…), when this is one.
+    public var refusal: Opq_V1_Error? { if case .refused(let error) = self { error } else { nil } }
 }
 
 /// A connection to a coordinator's client endpoint: requests with replies, and watch streams.

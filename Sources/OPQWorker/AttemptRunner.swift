@@ -153,11 +153,14 @@ public final class AttemptRunner: @unchecked Sendable {
             do {
                 let operation = try factory(context)
                 guard let attempt = operation as? AttemptOperation else {
-                    return ForeignOperationAdapter(key: request.key, wrapping: operation)
+                    let adapter = ForeignOperationAdapter(key: request.key, wrapping: operation)
+                    context.progressChannel.connect(adapter)
+                    return adapter
                 }
                 guard attempt.key == request.key else {
                     return FailedOperation(key: request.key, .error("handler '\(name)' made an operation for \(attempt.key), not \(request.key)"))
                 }
+                context.progressChannel.connect(attempt)
                 return attempt
             } catch {
                 return FailedOperation(key: request.key, .error("handler '\(name)' rejected its payload: \(error)"))

@@ -1,7 +1,8 @@
 import Foundation
 import OPQCore
 
-/// What a handler is given: the attempt, the operation's name and QoS, and the payload.
+/// What a handler is given: the attempt, the operation's name and QoS, and the payload; and a way to
+/// report progress from any `Operation` (``reportProgress(fraction:message:)``).
 public struct HandlerContext: Sendable {
     /// The attempt being run.
     public var key: AttemptKey
@@ -13,6 +14,8 @@ public struct HandlerContext: Sendable {
     public var payload: [UInt8]
     /// The operation's QoS.
     public var qualityOfService: OPQCore.QualityOfService
+    /// Where ``reportProgress(fraction:message:)`` goes: the attempt's operation, once the runner made it.
+    let progressChannel = ProgressChannel()
 
     /// Creates a context.
     public init(key: AttemptKey, operationName: String = "", handler: String, payload: [UInt8] = [],
@@ -26,6 +29,26 @@ public struct HandlerContext: Sendable {
 
     /// The payload as UTF-8 text, or nil if it is not valid UTF-8.
     public var payloadText: String? { String(validating: payload, as: UTF8.self) }
+
+    /// Reports the attempt's progress (`fraction` in 0…1, clamped; an optional message) to the
+    /// coordinator, where clients see it (`RemoteOperation.reportedProgress`, progress events).
+    /// Thread-safe; for any `Operation` a factory returns. Nothing is sent after the attempt ended.
+    public func reportProgress(fraction: Double, message: String? = nil) {
+        progressChannel.send(fraction: fraction, message: message)
+    }
+}
+
+/// Connects a ``HandlerContext`` to the operation that runs its attempt, which exists only after the
+/// factory that received the context returned.
+final class ProgressChannel: @unchecked Sendable {
+    private let lock = NSLock()
+    private weak var target: AttemptOperation?
+
+    func connect(_ operation: AttemptOperation) { lock.withLock { target = operation } }
+
+    func send(fraction: Double, message: String?) {
+        lock.withLock { target }?.emitProgress(fraction: fraction, message: message)
+    }
 }
 
 /// A handler's error that the user can act on; its description becomes the attempt's message.

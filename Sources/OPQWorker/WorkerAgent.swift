@@ -4,17 +4,8 @@ import OPQCore
 
 /// A worker: serves a coordinator with the handlers and commands it can run (DESIGN "Worker").
 ///
-/// `opq-worker` is this type behind a command line; a program embeds it the same way to offer handlers
-/// of its own:
-///
-/// ```swift
-/// let handlers = HandlerRegistry.withBuiltins()
-/// handlers.register("resize") { try ResizeHandler(parsing: $0) }
-/// let agent = WorkerAgent(configuration: .init(coordinator: "tcp://10.0.0.5:7130", slots: 4),
-///                         handlers: handlers, logger: Logger(label: "my-worker"))
-/// // elsewhere, e.g. on SIGTERM: agent.stop(handBack: false)
-/// try agent.run()   // blocks until stopped
-/// ```
+/// Programs (and `opq-worker`) use it through ``Worker``, the public facade that validates the
+/// configuration, registers handlers and runs the agent on the caller's thread or one of its own.
 ///
 /// ``run()`` owns the connection: one DEALER socket, used only by the calling thread. The attempts run
 /// on an ``AttemptRunner``, whose events reach that thread through an ``EventInbox``. The agent

@@ -4,7 +4,7 @@ import Foundation
 import Logging
 import OPQWorker
 
-/// `opq-worker`: runs operations for a coordinator (a ``WorkerAgent`` with the built-in handlers).
+/// `opq-worker`: runs operations for a coordinator: the public `Worker` API with the built-in handlers.
 @main
 struct OPQWorkerCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -80,18 +80,17 @@ struct OPQWorkerCommand: ParsableCommand {
             handler.logLevel = level
             return handler
         }
-        let agent = WorkerAgent(configuration: try workerConfiguration, handlers: .withBuiltins(),
-                                logger: Logger(label: "opq.worker"))
+        let worker = try Worker(configuration: try workerConfiguration, logger: Logger(label: "opq.worker"))
         let signals = [(SIGINT, "SIGINT"), (SIGTERM, "SIGTERM")].map { number, name in
             signal(number, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
-            source.setEventHandler { agent.stop(reason: name) }  // a second stop hands back at once
+            source.setEventHandler { worker.stop(reason: name) }  // a second stop hands back at once
             source.resume()
             return source
         }
         defer { signals.forEach { $0.cancel() } }
         do {
-            try agent.run()
+            try worker.run()
         } catch {
             FileHandle.standardError.write(Data("opq-worker: cannot serve \(coordinator): \(error)\n".utf8))
             throw ExitCode(2)

@@ -110,6 +110,19 @@ struct HandlerTests {
         #expect(ran.claim() == false, "the block ran")
     }
 
+    @Test("a plain Foundation Operation reports progress through its context")
+    func plainOperationProgress() async throws {
+        let registry = HandlerRegistry()
+        registry.register("half") { context in BlockOperation { context.reportProgress(fraction: 0.5, message: "half") } }
+        let log = EventLog()
+        let runner = AttemptRunner(slots: 1, worker: "w1", handlers: registry, events: log.sink)
+        runner.run(handler("half", id: 1))
+        let completion = try #require(await log.completion(key(1)))
+        #expect(completion.report == .succeeded)
+        let progress = log.all.compactMap { if case .progress(_, let fraction, let message) = $0 { "\(fraction) \(message ?? "")" } else { nil } }
+        #expect(progress == ["0.5 half"])
+    }
+
     @Test("a handler that throws fails with its error")
     func throwingHandler() async throws {
         final class Failing: HandlerOperation, @unchecked Sendable {

@@ -1,0 +1,79 @@
+import OPQCore
+import OPQWire
+
+/// One event of a coordinator's event stream, as ``RemoteCoordinator/events()`` and
+/// ``RemoteOperation/events`` deliver it.
+public enum RemoteEvent: Sendable, Hashable {
+    /// An operation entered a new state (SEMANTICS §2).
+    case stateChanged(StateChange)
+    /// A handler reported progress: `fraction` in 0…1 (nil = unknown) and a free-text message.
+    case progress(OperationID, fraction: Double?, message: String)
+    /// Every operation of a job has finished.
+    case jobFinished(JobID)
+
+    /// One state transition of one operation.
+    public struct StateChange: Sendable, Hashable {
+        /// The coordinator's global event number.
+        public var sequence: UInt64
+        /// The operation.
+        public var operation: OperationID
+        /// Its job (submission batch).
+        public var job: JobID
+        /// The state it entered.
+        public var state: OperationState
+        /// The attempt (0 = never dispatched).
+        public var attempt: Int
+        /// The worker holding the attempt, when one did.
+        public var worker: String?
+        /// For `finished`: how it ended.
+        public var outcome: Outcome?
+        /// For `finished` (and a retry's `pending`): why.
+        public var reason: FinishReason?
+        /// A command's exit status, when it exited.
+        public var exitCode: Int32?
+        /// The signal that ended a command, when one did.
+        public var signal: Int32?
+        /// When it happened (seconds since the Unix epoch, coordinator's clock).
+        public var time: Double
+
+        init?(sequence: UInt64, _ event: Opq_V1_OperationEvent) {
+            guard let state = event.coreState else { return nil }
+            self.sequence = sequence
+            operation = event.operationID
+            job = event.jobID
+            self.state = state
+            attempt = Int(event.attempt)
+            worker = event.worker.isEmpty ? nil : event.worker
+            outcome = event.outcome.core
+            reason = event.reason.core
+            exitCode = event.hasExitCode ? event.exitCode : nil
+            signal = event.hasSignal ? event.signal : nil
+            time = event.time
+        }
+    }
+
+    /// The operation the event is about (nil for ``jobFinished(_:)``).
+    public var operation: OperationID? {
+        switch self {
+        case .stateChanged(let change): change.operation
+        case .progress(let id, _, _): id
+        case .jobFinished: nil
+        }
+    }
+
+    /// The wire event as a `RemoteEvent`; nil for one that carries nothing usable.
+    init?(_ event: Opq_V1_Event) {
+        switch event.kind {
+        case .operation(let change):
+            guard let change = StateChange(sequence: event.sequence, change) else { return nil }
+            self = .stateChanged(change)
+        case .progress(let progress):
+            self = .progress(OperationID(progress.operation), fraction: progress.hasFraction ? progress.fraction : nil,
+                             message: progress.message)
+        case .jobFinished(let job):
+            self = .jobFinished(JobID(job))
+        case nil:
+            return nil
+        }
+    }
+}

@@ -1,0 +1,76 @@
+import Foundation
+import OPQClient
+import OPQCore
+import Testing
+
+/// The `async` forms: nothing here blocks a thread of the cooperative pool while it waits.
+@Suite(.serialized) struct ClientAsyncTests {
+    @Test func awaitingAnOperationAndItsEvents() async throws {
+        let live = try await ClientCluster.start(workers: [1])
+        defer { live.stop() }
+        let coordinator = live.coordinator
+        let everything = coordinator.events()
+        let queue = RemoteOperationQueue(name: "async", coordinator: coordinator)
+        let operation = RemoteOperation(command: ["/bin/sh", "-c", "exit 3"])
+        let states = operation.events
+        try await queue.addOperation(operation)
+        let outcome = try await withTimeout(seconds: 60) { try await operation.finished }
+        #expect(outcome == .failed && operation.exitStatus == 3 && operation.finishReason == .exitStatus)
+
+        var seen: [OperationState] = []
+        for await event in states { if case .stateChanged(let change) = event { seen.append(change.state) } }
+        #expect(seen.last == .finished && seen.contains(.executing), "seen: \(seen)")
+
+        let job = operation.job
+        let jobFinished = try await withTimeout(seconds: 30) {
+            for await event in everything { if case .jobFinished(job) = event { return true } }
+            return false
+        }
+        #expect(jobFinished)
+    }
+
+    @Test func awaitingABatchAndAQueue() async throws {
+        let live = try await ClientCluster.start(workers: [2])
+        defer { live.stop() }
+        let queue = live.queue("batch")
+        let first = RemoteOperation(command: ["true"])
+        let second = RemoteOperation(command: ["true"])
+        try second.addDependency(first)
+        try await withTimeout(seconds: 60) { try await queue.addOperations([first, second], waitUntilFinished: true) }
+        #expect(first.outcome == .succeeded && second.outcome == .succeeded)
+        let third = RemoteOperation(command: ["true"])
+        try await queue.addOperation(third)
+        try await withTimeout(seconds: 60) { try await queue.allOperationsFinished() }
+        #expect(third.isFinished)
+        #expect(try await queue.status().counts.succeeded == 3)
+    }
+
+    @Test func closingTheConnectionEndsAwaitsWithAnError() async throws {
+        let live = try await ClientCluster.start(workers: [])  // no worker: the operation never runs
+        defer { live.stop() }
+        let coordinator = live.coordinator
+        let queue = live.queue("stuck")
+        let operation = RemoteOperation(command: ["true"])
+        try await queue.addOperation(operation)
+        coordinator.close()
+        await #expect(throws: ClientError.self) { _ = try await operation.finished }
+    }
+}
+
+/// Runs `body`, failing with a timeout error if it takes longer than `seconds`.
+func withTimeout<T: Sendable>(seconds: Double, _ body: @escaping @Sendable () async throws -> T) async throws -> T {
+    try await withThrowingTaskGroup(of: T.self) { group in
+        group.addTask { try await body() }
+        group.addTask {
+            try await Task.sleep(for: .seconds(seconds))
+            throw TimeoutError(seconds: seconds)
+        }
+        defer { group.cancelAll() }
+        return try await group.next()!
+    }
+}
+
+struct TimeoutError: Error, CustomStringConvertible {
+    let seconds: Double
+    var description: String { "did not complete within \(seconds) s" }
+}

@@ -1,0 +1,64 @@
+import Foundation
+import OPQClient
+import OPQCore
+import Testing
+
+/// Misuse that Foundation answers with an abort or a hang: thrown Swift errors, nothing changed.
+@Suite(.serialized) struct ClientErrorTests {
+    @Test func addingAnOperationTwiceThrowsAndAddsNothing() throws {
+        let live = try ClientCluster(workers: [1])
+        defer { live.stop() }
+        let queue = live.queue()
+        let operation = try queue.addOperation(command: ["true"])
+        #expect(throws: ClientError.self) { try queue.addOperation(operation) }
+        #expect(throws: ClientError.self) { try live.queue("other").addOperations([RemoteOperation(), operation], waitUntilFinished: false) }
+        live.finish(operation)
+        #expect(try queue.status().counts.total == 1)
+        #expect(try live.queue("other").status().counts.total == 0, "a refused batch adds none of its operations")
+    }
+
+    @Test func aDependencyCycleIsRefusedNamingItsMembers() throws {
+        let live = try ClientCluster(workers: [1])
+        defer { live.stop() }
+        let queue = live.queue()
+        try queue.setSuspended(true)
+        let a = RemoteOperation(command: ["true"])
+        let b = RemoteOperation(command: ["true"])
+        try b.addDependency(a)
+        try queue.addOperations([a, b], waitUntilFinished: false)
+        do {
+            try a.addDependency(b)
+            Issue.record("a cycle was accepted")
+        } catch {
+            let refusal = try #require(error.refusal)
+            #expect(refusal.code == .cycle)
+            #expect(Set(refusal.cycleOperations) == [a.id!.rawValue, b.id!.rawValue])
+            #expect("\(error)".contains("dependency cycle"))
+        }
+        #expect(a.dependencies.isEmpty, "nothing changed")
+        // Within one batch the cycle names the operations by name.
+        let x = RemoteOperation(command: ["true"])
+        let y = RemoteOperation(command: ["true"])
+        x.name = "x"
+        y.name = "y"
+        try x.addDependency(y)
+        try y.addDependency(x)
+        #expect {
+            try queue.addOperations([x, y], waitUntilFinished: false)
+        } throws: { error in
+            (error as? ClientError)?.refusal?.cycleNames.sorted() == ["x", "y"]
+        }
+        #expect(x.id == nil && y.id == nil)
+        try queue.setMaxConcurrentOperationCount(-1)
+        #expect(throws: ClientError.self) { try queue.setMaxConcurrentOperationCount(-2) }
+    }
+
+    @Test func noCoordinatorIsATimeoutNotAHang() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("opq-none-\(UUID().uuidString.prefix(8))")
+        #expect {
+            _ = try RemoteCoordinator(endpoint: "ipc://\(directory.path)/absent.sock", timeout: 0.5)
+        } throws: { error in
+            if case .timeout? = error as? ClientError { true } else { false }
+        }
+    }
+}
