@@ -62,11 +62,51 @@ func withTimeout<T: Sendable>(seconds: Double, _ body: @escaping @Sendable () as
     try await withThrowingTaskGroup(of: T.self) { group in
         group.addTask { try await body() }
         group.addTask {
-            try await Task.sleep(for: .seconds(seconds))
+            try await Deadline.expire(after: seconds)
             throw TimeoutError(seconds: seconds)
         }
         defer { group.cancelAll() }
         return try await group.next()!
+    }
+}
+
+/// A deadline for `withTimeout`: returns after `seconds`, or throws `CancellationError` at once when
+/// its task is cancelled (the body finished first). A Dispatch timer, resumed exactly once.
+enum Deadline {
+    static func expire(after seconds: Double) async throws {
+        let once = ResumeOnce()
+        try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, Error>) in
+                once.arm(continuation)
+                DispatchQueue.global().asyncAfter(deadline: .now() + seconds) { once.resume(with: .success(())) }
+            }
+        } onCancel: {
+            once.resume(with: .failure(CancellationError()))
+        }
+    }
+
+    private final class ResumeOnce: @unchecked Sendable {
+        private let lock = NSLock()
+        private var continuation: CheckedContinuation<Void, Error>?
+        private var early: Result<Void, Error>?
+
+        func arm(_ continuation: CheckedContinuation<Void, Error>) {
+            let ready: Result<Void, Error>? = lock.withLock {
+                if let early { return early }
+                self.continuation = continuation
+                return nil
+            }
+            if let ready { continuation.resume(with: ready) }
+        }
+
+        func resume(with result: Result<Void, Error>) {
+            let waiting: CheckedContinuation<Void, Error>? = lock.withLock {
+                defer { continuation = nil }
+                if continuation == nil && early == nil { early = result }
+                return continuation
+            }
+            waiting?.resume(with: result)
+        }
     }
 }
 
