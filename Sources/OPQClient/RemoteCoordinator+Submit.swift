@@ -113,22 +113,42 @@ extension RemoteCoordinator {
         let batch = Batch(operations, queue: queue)
         submissionWillSend()
         let ids: [OperationID]
+        // One key for this batch: a submit retried after a timeout (the coordinator slow, or restarting
+        // from its journal) returns the first acceptance instead of adding the batch twice.
+        let key = "opq-client-" + UUID().uuidString
         do {
-            ids = try request(timeout: requestTimeout, onLoop: { [self] reply in
-                let ids = reply.submitted.operationIDs
-                let job = reply.submitted.jobID
-                let accepted = operations.enumerated().map { k, operation in
-                    operation.bind(RemoteOperation.Placement(id: ids[k], job: job, queue: queue, coordinator: self))
-                    return (operation, ids[k])
-                }
-                submissionDidEnd(accepted: accepted)
-            }) { $0.submit = Opq_V1_Submit(batch.submission) }.reply.submitted.operationIDs
+            ids = try Self.retryingTimeouts(Self.submitAttempts) { () throws(ClientError) in
+                try request(timeout: requestTimeout, onLoop: { [self] reply in
+                    let ids = reply.submitted.operationIDs
+                    let job = reply.submitted.jobID
+                    let accepted = operations.enumerated().map { k, operation in
+                        operation.bind(RemoteOperation.Placement(id: ids[k], job: job, queue: queue, coordinator: self))
+                        return (operation, ids[k])
+                    }
+                    submissionDidEnd(accepted: accepted)
+                }) { $0.submit = Opq_V1_Submit(batch.submission, idempotencyKey: key) }.reply.submitted.operationIDs
+            }
         } catch {
             submissionDidEnd(accepted: [])
             for operation in operations { operation.unclaim() }
             throw error
         }
         try settleGates(batch, operations: operations, ids: ids)
+    }
+
+    /// How many times a submit is sent (with the same idempotency key) before a timeout is thrown.
+    static let submitAttempts = 3
+
+    /// Runs `body` up to `attempts` times while it throws ``ClientError/timeout(endpoint:seconds:)``.
+    static func retryingTimeouts<T>(_ attempts: Int, _ body: () throws(ClientError) -> T) throws(ClientError) -> T {
+        var attempt = 1
+        while true {
+            do {
+                return try body()
+            } catch .timeout where attempt < attempts {
+                attempt += 1
+            }
+        }
     }
 
     /// After a batch was accepted: registers its gates, cancels what was cancelled before it was

@@ -43,6 +43,52 @@ import ZeroMQ
         #expect(second.watch.hasResumeAfter && second.watch.resumeAfter == 6, "resumes after the last event applied")
     }
 
+    @Test func aSubmitThatTimesOutIsSentAgainWithTheSameIdempotencyKey() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("opq-retry-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let context = try Context()
+        defer { context.close() }
+        let router = try context.socket(.router)
+        defer { router.close() }
+        try router.set(.linger, 0)
+        let endpoint = try router.bind("ipc://\(directory.path)/clients.sock")
+
+        let progress = Counter()
+        let box = CoordinatorBox()
+        let operation = RemoteOperation(command: ["true"])
+        Thread {
+            // A 1-second request timeout, so the first submit times out quickly.
+            guard let coordinator = try? RemoteCoordinator(endpoint: endpoint, timeout: 1) else { return }
+            box.coordinator = coordinator
+            progress.bump("connected")
+            do {
+                try RemoteOperationQueue(name: "retry", coordinator: coordinator).addOperation(operation)
+                progress.bump("added")
+            } catch {
+                progress.bump("failed")
+            }
+        }.start()
+        let (identity, watch) = try #require(try receive(router))
+        try send(router, identity, .reply(watch.requestID) { $0.watching.resumed = false })
+        try send(router, identity, .with { $0.snapshot.watch = watch.requestID; $0.snapshot.sequence = 1 })
+        #expect(progress.wait(within: 20) { $0["connected", default: 0] == 1 })
+        defer { box.coordinator?.close() }
+
+        // The first submit gets no answer (a coordinator restarting, say); the second is the same batch.
+        let (_, first) = try #require(try receive(router))
+        let (_, second) = try #require(try receive(router))
+        #expect(first.submit.idempotencyKey.hasPrefix("opq-client-"))
+        #expect(second.submit.idempotencyKey == first.submit.idempotencyKey)
+        #expect(second.submit.operations.count == 1 && second.requestID != first.requestID)
+        try send(router, identity, .reply(second.requestID) {
+            $0.submitted.job = 4
+            $0.submitted.operations = [17]
+        })
+        #expect(progress.wait(within: 20) { $0["added", default: 0] == 1 })
+        #expect(operation.id == OperationID(17))
+    }
+
     private func events(watch: UInt64, previous: UInt64, sequences: [UInt64]) -> Opq_V1_CoordinatorToClient {
         .with {
             $0.events.watch = watch
