@@ -119,7 +119,8 @@ final class ChildProcessGroup: @unchecked Sendable {
             return true
         }
         guard proceed else { return }
-        signalGroup(SIGTERM)
+        // Nobody left in the group (the usual case once the leader has exited): nothing to escalate.
+        guard signalGroup(SIGTERM) else { return }
         signalGroup(SIGCONT)
         Deadlines.shared.schedule(after: killGracePeriod) { [weak self] in
             guard let self, !self.lock.withLock({ self.groupReaped }) else { return }
@@ -127,10 +128,12 @@ final class ChildProcessGroup: @unchecked Sendable {
         }
     }
 
-    private func signalGroup(_ signal: Int32) {
-        // ESRCH: the group is already gone. EPERM (a member changed its credentials) cannot be helped here;
-        // SIGKILL after the grace period is the last resort either way.
-        _ = try? SystemCall.check("kill", tolerating: ESRCH, "process group \(pid)") { kill(-pid, signal) }
+    /// Sends `signal` to the group; false when the group has no member left (ESRCH).
+    @discardableResult
+    private func signalGroup(_ signal: Int32) -> Bool {
+        // EPERM (a member changed its credentials) cannot be helped here; SIGKILL after the grace period is
+        // the last resort either way, so it counts as "someone is there".
+        kill(-pid, signal) == 0 || errno != ESRCH
     }
 
     private func reapLoop() {

@@ -58,25 +58,4 @@ enum SystemCall {
             throw SystemError(call: call, errno: code, detail: detail())
         }
     }
-
-    /// Runs a call that returns 0 on success or an error number (`posix_spawn*`, `pthread_*`).
-    static func checkReturned(
-        _ call: String, _ detail: @autoclosure () -> String? = nil, _ body: () -> Int32
-    ) throws(SystemError) {
-        let code = body()
-        if code != 0 { throw SystemError(call: call, errno: code, detail: detail()) }
-    }
-
-    /// Runs a call whose only expected failure is `tolerated` (e.g. `ESRCH` from `kill` on a group that is
-    /// gone): returns false for it, true on success, and throws for anything else.
-    static func check(
-        _ call: String, tolerating tolerated: Int32, _ detail: @autoclosure () -> String? = nil, _ body: () -> Int32
-    ) throws(SystemError) -> Bool {
-        do {
-            try check(call, detail(), body)
-            return true
-        } catch where error.errno == tolerated {
-            return false
-        }
-    }
 }
