@@ -1,0 +1,238 @@
+import Foundation
+import GRDB
+import OPQCore
+
+/// The coordinator's journal: an append-only log of ``JournalEntry`` rows in SQLite (WAL mode), plus the
+/// output tails of finished operations (SEMANTICS §10, DESIGN.md "Durability").
+///
+/// Group commit: the coordinator ``append(_:)``s a loop turn's entries, then ``commit()``s them in one
+/// transaction before it sends any acknowledgement or dispatch of that turn. Sync level:
+/// ``Sync/processCrash`` (`synchronous=NORMAL`: a committed turn survives a crash or `kill -9` of the
+/// process; the last turns before a power loss may not) or ``Sync/powerLoss`` (`synchronous=FULL`: every
+/// commit is fsynced).
+///
+/// Used by one thread at a time (the coordinator's loop).
+public final class Journal {
+    /// How hard a commit pushes to stable storage.
+    public enum Sync: String, Sendable, CaseIterable {
+        /// Durable against a crash of the process (the default).
+        case processCrash = "normal"
+        /// Durable against power loss: fsync on every commit.
+        case powerLoss = "always"
+    }
+
+    /// `'opq1'`: marks the file as an opq journal.
+    static let applicationID: Int32 = 0x6F70_7131
+    /// The schema this code writes.
+    static let schemaVersion = 1
+
+    /// The journal file.
+    public let path: String
+    private let database: DatabaseQueue
+    private var pending: [EntryRow] = []
+    private var pendingOutputs: [(OperationID, OperationOutput)] = []
+
+    /// Opens (or creates) the journal at `path`. A file that is not an opq journal, is damaged, is locked
+    /// by another process or cannot be read is an error — never replaced by an empty journal.
+    public init(path: String, sync: Sync = .processCrash) throws(JournalError) {
+        self.path = path
+        var configuration = Configuration()
+        configuration.journalMode = .wal
+        configuration.label = "opq.journal"
+        configuration.busyMode = .immediateError
+        configuration.prepareDatabase { db in
+            try db.execute(sql: "PRAGMA synchronous = \(sync == .powerLoss ? "FULL" : "NORMAL")")
+        }
+        do {
+            database = try DatabaseQueue(path: path, configuration: configuration)
+            try database.writeWithoutTransaction { db in try Journal.prepareSchema(db, path: path) }
+        } catch let error as JournalError {
+            throw error
+        } catch {
+            throw JournalError.reading(error, path: path)
+        }
+    }
+
+    /// Checks the file's identity and version, creating the schema in an empty file.
+    private static func prepareSchema(_ db: Database, path: String) throws {
+        let application = try Int32.fetchOne(db, sql: "PRAGMA application_id") ?? 0
+        let version = try Int.fetchOne(db, sql: "PRAGMA user_version") ?? 0
+        let tables = try Int.fetchOne(db, sql: "SELECT count(*) FROM sqlite_master") ?? 0
+        if application == 0 && version == 0 && tables == 0 {
+            try db.inTransaction {
+                try db.execute(sql: """
+                    CREATE TABLE journal (
+                        seq INTEGER PRIMARY KEY, kind INTEGER NOT NULL, a INTEGER NOT NULL, b INTEGER NOT NULL,
+                        c INTEGER NOT NULL, t TEXT, d BLOB, time REAL);
+                    CREATE TABLE outputs (
+                        operation INTEGER PRIMARY KEY, exit_code INTEGER, signal INTEGER, duration REAL NOT NULL,
+                        stdout BLOB NOT NULL, stdout_total INTEGER NOT NULL, stderr BLOB NOT NULL,
+                        stderr_total INTEGER NOT NULL, message TEXT NOT NULL);
+                    PRAGMA application_id = \(applicationID);
+                    PRAGMA user_version = \(schemaVersion);
+                    """)
+                return .commit
+            }
+            return
+        }
+        guard application == applicationID else {
+            throw JournalError.corrupt(path: path, problem: "not an opq journal (SQLite application_id \(application))")
+        }
+        guard version <= schemaVersion else { throw JournalError.newerSchema(path: path, version: version) }
+        let journal = try Int.fetchOne(db, sql: "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN ('journal', 'outputs')")
+        guard journal == 2 else { throw JournalError.corrupt(path: path, problem: "its tables are missing") }
+    }
+
+    // MARK: - Writing
+
+    /// Queues `entry` for the next ``commit()``.
+    public func append(_ entry: JournalEntry) throws(JournalError) {
+        do {
+            pending.append(try entry.row())
+        } catch {
+            throw .writeFailed(path: path, problem: "cannot encode \(entry): \(error)")
+        }
+    }
+
+    /// Queues the output of `operation`'s last report (replacing an earlier one) for the next commit.
+    public func append(output: OperationOutput, of operation: OperationID) {
+        pendingOutputs.append((operation, output))
+    }
+
+    /// Whether anything waits for ``commit()``.
+    public var hasPending: Bool { !pending.isEmpty || !pendingOutputs.isEmpty }
+
+    /// Writes everything queued in one transaction. When it returns, the entries survive a crash of the
+    /// process (and, with ``Sync/powerLoss``, of the machine).
+    public func commit() throws(JournalError) {
+        guard hasPending else { return }
+        do {
+            try database.writeWithoutTransaction { db in
+                try db.inTransaction {
+                    try write(db)
+                    return .commit
+                }
+            }
+        } catch {
+            throw .writeFailed(path: path, problem: "\(error)")
+        }
+        pending.removeAll(keepingCapacity: pending.capacity <= 1 << 16)
+        pendingOutputs.removeAll(keepingCapacity: true)
+    }
+
+    private func write(_ db: Database) throws {
+        if !pending.isEmpty {
+            let insert = try db.cachedStatement(sql: "INSERT INTO journal (kind, a, b, c, t, d, time) VALUES (?, ?, ?, ?, ?, ?, ?)")
+            for row in pending {
+                insert.setUncheckedArguments([row.kind.rawValue, row.a, row.b, row.c, row.t, row.d.map { Data($0) }, row.time])
+                try insert.execute()
+            }
+        }
+        if !pendingOutputs.isEmpty {
+            let insert = try db.cachedStatement(sql: """
+                INSERT OR REPLACE INTO outputs (operation, exit_code, signal, duration, stdout, stdout_total, stderr, stderr_total, message)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+                """)
+            for (id, output) in pendingOutputs {
+                insert.setUncheckedArguments([
+                    Int64(id.rawValue), output.exitCode.map { Int64($0) }, output.signal.map { Int64($0) }, output.duration,
+                    Data(output.stdout), Int64(clamping: output.stdoutTotal), Data(output.stderr),
+                    Int64(clamping: output.stderrTotal), output.errorMessage,
+                ])
+                try insert.execute()
+            }
+        }
+    }
+
+    // MARK: - Reading
+
+    /// Calls `body` with every entry, oldest first, and its sequence number.
+    public func forEachEntry(_ body: (Int64, JournalEntry) throws -> Void) throws {
+        try read { db in
+            let rows = try Row.fetchCursor(db, sql: "SELECT seq, kind, a, b, c, t, d, time FROM journal ORDER BY seq")
+            while let row = try rows.next() {
+                let seq: Int64 = row[0]
+                guard let kind = EntryKind(rawValue: row[1]) else {
+                    throw JournalError.inconsistent(path: path, record: seq, problem: "unknown record kind \(row[1] as Int64)")
+                }
+                let data: Data? = row[6]
+                let stored = EntryRow(kind: kind, a: row[2], b: row[3], c: row[4], t: row[5], d: data.map { [UInt8]($0) }, time: row[7])
+                switch JournalEntry.decode(stored) {
+                case .success(let entry): try body(seq, entry)
+                case .failure(let problem): throw JournalError.inconsistent(path: path, record: seq, problem: problem.text)
+                }
+            }
+        }
+    }
+
+    /// Calls `body` with every kept output.
+    public func forEachOutput(_ body: (OperationID, OperationOutput) throws -> Void) throws {
+        try read { db in
+            let rows = try Row.fetchCursor(db, sql: """
+                SELECT operation, exit_code, signal, duration, stdout, stdout_total, stderr, stderr_total, message FROM outputs ORDER BY rowid
+                """)
+            while let row = try rows.next() {
+                let stdout: Data = row[4], stderr: Data = row[6]
+                let exit: Int64? = row[1], signal: Int64? = row[2]
+                try body(OperationID(UInt64(bitPattern: row[0])), OperationOutput(
+                    exitCode: exit.map { Int32(truncatingIfNeeded: $0) }, signal: signal.map { Int32(truncatingIfNeeded: $0) },
+                    duration: row[3], stdout: [UInt8](stdout), stdoutTotal: UInt64(max(0, row[5] as Int64)),
+                    stderr: [UInt8](stderr), stderrTotal: UInt64(max(0, row[7] as Int64)), errorMessage: row[8]))
+            }
+        }
+    }
+
+    /// Runs a read, mapping SQLite errors to ``JournalError``.
+    private func read(_ body: (Database) throws -> Void) throws {
+        do {
+            try database.read(body)
+        } catch let error as JournalError {
+            throw error
+        } catch {
+            throw JournalError.reading(error, path: path)
+        }
+    }
+
+    // MARK: - Pruning
+
+    /// Removes the records of finished jobs, keeping for each only its id range and outcomes (a
+    /// ``JournalEntry/pruned(_:)`` record in place of its submission, so replay gives later jobs the same
+    /// ids). Commits what is queued first, then prunes in one transaction.
+    /// - Complexity: one pass over the journal.
+    public func prune(_ jobs: [Scheduler.PrunedJob]) throws(JournalError) {
+        guard !jobs.isEmpty else { return }
+        try commit()
+        do {
+            try database.writeWithoutTransaction { db in
+                try db.inTransaction {
+                    try db.execute(sql: "CREATE TEMP TABLE IF NOT EXISTS pruning (first INTEGER PRIMARY KEY, last INTEGER NOT NULL)")
+                    try db.execute(sql: "DELETE FROM pruning")
+                    let range = try db.cachedStatement(sql: "INSERT INTO pruning (first, last) VALUES (?, ?)")
+                    let stub = try db.cachedStatement(sql: "UPDATE journal SET kind = ?, t = NULL, d = ? WHERE kind = ? AND a = ?")
+                    let done = try db.cachedStatement(sql: "DELETE FROM journal WHERE kind = ? AND a = ?")
+                    for job in jobs where !job.outcomes.isEmpty {
+                        let first = Int64(job.first.rawValue)
+                        range.setUncheckedArguments([first, first + Int64(job.outcomes.count) - 1])
+                        try range.execute()
+                        stub.setUncheckedArguments([EntryKind.pruned.rawValue, Data(job.outcomes.map(\.rawValue)),
+                                                    EntryKind.submitted.rawValue, Int64(job.job.rawValue)])
+                        try stub.execute()
+                        done.setUncheckedArguments([EntryKind.jobFinished.rawValue, Int64(job.job.rawValue)])
+                        try done.execute()
+                    }
+                    // Rows about one operation of a pruned job: `a` is the operation's id.
+                    let perOperation = [EntryKind.priority, .dependency, .attempt, .retry, .requeue, .finished].map { String($0.rawValue) }
+                    let inPrunedRange = { (column: String) in
+                        "EXISTS (SELECT 1 FROM pruning p WHERE p.first = (SELECT max(first) FROM pruning WHERE first <= \(column)) AND \(column) <= p.last)"
+                    }
+                    try db.execute(sql: "DELETE FROM journal WHERE kind IN (\(perOperation.joined(separator: ", "))) AND \(inPrunedRange("journal.a"))")
+                    try db.execute(sql: "DELETE FROM outputs WHERE \(inPrunedRange("outputs.operation"))")
+                    try db.execute(sql: "DELETE FROM pruning")
+                    return .commit
+                }
+            }
+        } catch {
+            throw .writeFailed(path: path, problem: "\(error)")
+        }
+    }
+}
