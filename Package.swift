@@ -91,7 +91,7 @@ let package = Package(
         .executableTarget(
             name: "opq-coordinator",
             dependencies: [
-                "OPQCoordinator",
+                "OPQCoordinator", "OPQJournal",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]

@@ -31,6 +31,8 @@ public final class Journal {
     private let database: DatabaseQueue
     private var pending: [EntryRow] = []
     private var pendingOutputs: [(OperationID, OperationOutput)] = []
+    /// An entry that could not be encoded: the next commit fails with it.
+    private var encodingProblem: String?
 
     /// Opens (or creates) the journal at `path`. A file that is not an opq journal, is damaged, is locked
     /// by another process or cannot be read is an error — never replaced by an empty journal.
@@ -85,12 +87,12 @@ public final class Journal {
 
     // MARK: - Writing
 
-    /// Queues `entry` for the next ``commit()``.
-    public func append(_ entry: JournalEntry) throws(JournalError) {
+    /// Queues `entry` for the next ``commit()`` (which fails if the entry cannot be encoded).
+    public func append(_ entry: JournalEntry) {
         do {
             pending.append(try entry.row())
         } catch {
-            throw .writeFailed(path: path, problem: "cannot encode \(entry): \(error)")
+            encodingProblem = encodingProblem ?? "cannot encode \(entry): \(error)"
         }
     }
 
@@ -100,12 +102,13 @@ public final class Journal {
     }
 
     /// Whether anything waits for ``commit()``.
-    public var hasPending: Bool { !pending.isEmpty || !pendingOutputs.isEmpty }
+    public var hasPending: Bool { !pending.isEmpty || !pendingOutputs.isEmpty || encodingProblem != nil }
 
     /// Writes everything queued in one transaction. When it returns, the entries survive a crash of the
     /// process (and, with ``Sync/powerLoss``, of the machine).
     public func commit() throws(JournalError) {
         guard hasPending else { return }
+        if let encodingProblem { throw .writeFailed(path: path, problem: encodingProblem) }
         do {
             try database.writeWithoutTransaction { db in
                 try db.inTransaction {
