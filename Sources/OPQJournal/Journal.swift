@@ -39,7 +39,6 @@ public final class Journal {
     public init(path: String, sync: Sync = .processCrash) throws(JournalError) {
         self.path = path
         var configuration = Configuration()
-        configuration.journalMode = .wal
         configuration.label = "opq.journal"
         configuration.busyMode = .immediateError
         configuration.prepareDatabase { db in
@@ -75,6 +74,7 @@ public final class Journal {
                     """)
                 return .commit
             }
+            try enableWAL(db, path: path)
             return
         }
         guard application == applicationID else {
@@ -83,6 +83,15 @@ public final class Journal {
         guard version <= schemaVersion else { throw JournalError.newerSchema(path: path, version: version) }
         let journal = try Int.fetchOne(db, sql: "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN ('journal', 'outputs')")
         guard journal == 2 else { throw JournalError.corrupt(path: path, problem: "its tables are missing") }
+        try enableWAL(db, path: path)
+    }
+
+    /// WAL mode, set only once the file is known to be an opq journal (it rewrites the file's header).
+    private static func enableWAL(_ db: Database, path: String) throws {
+        let mode = try String.fetchOne(db, sql: "PRAGMA journal_mode = WAL")
+        guard mode?.lowercased() == "wal" else {
+            throw JournalError.unreadable(path: path, problem: "SQLite cannot use WAL mode here (journal_mode \(mode ?? "?"))")
+        }
     }
 
     // MARK: - Writing

@@ -135,6 +135,10 @@ final class TestCluster: @unchecked Sendable {
             name: "coordinator", logDirectory: directory)
     }
 
+    /// Kills the coordinator with SIGKILL (it gets no chance to write or send anything more) and waits
+    /// until it is gone; its state directory stays for a restart.
+    func killCoordinator() { coordinator?.stop() }
+
     /// Starts a worker named `name`.
     func startWorker(_ name: String, slots: Int = 1, arguments: [String] = []) throws {
         workers[name] = try ChildProcess(
