@@ -39,35 +39,20 @@ extension Coordinator {
     /// Journals what one effect changed (called for every effect, in order, by `absorbEffects`).
     func journal(_ effect: Effect) {
         guard durability != nil else { return }
-        let entry: JournalEntry
+        var key = ""
+        var time = 0.0
         switch effect {
-        case .journal(let record):
-            if case .submitted(let receipt, _) = record {
-                entry = JournalEntry(record, key: durability!.pendingKeys.removeValue(forKey: receipt.job) ?? "")
-            } else {
-                entry = JournalEntry(record)
-            }
-        case .notify(let event):
-            switch event.state {
-            case .dispatched:
-                guard let worker = event.worker else { return }
-                entry = .attempt(event.operation, attempt: event.attempt, worker: worker)
-            case .finished:
-                entry = .finished(event.operation, event.outcome ?? .succeeded, event.reason ?? .completed)
-            case .pending where event.retryAt != nil:
-                entry = .retry(event.operation, reason: event.reason ?? .exitStatus)
-            case .ready where event.reason == .lostWorker:
-                entry = .requeue(event.operation)
-            case .pending, .ready, .executing:
-                return
-            }
+        case .journal(.submitted(let receipt, _)):
+            key = durability!.pendingKeys.removeValue(forKey: receipt.job) ?? ""
         case .jobFinished(let job):
-            let now = Date().timeIntervalSince1970
-            durability!.jobFinishedAt[job] = now
-            entry = .jobFinished(job, time: now)
-        case .dispatch, .kill:
-            return
+            time = Date().timeIntervalSince1970
+            durability!.jobFinishedAt[job] = time
+        case .notify(let event) where event.state == .executing:
+            return  // the hot path: started reports are not journaled
+        default:
+            break
         }
+        guard let entry = JournalEntry(effect, key: key, time: time) else { return }
         durability!.journal.append(entry)
     }
 

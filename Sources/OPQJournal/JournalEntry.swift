@@ -28,6 +28,35 @@ public enum JournalEntry: Sendable {
     /// The job was pruned: only its id range and outcomes are kept, so ids are never reused.
     case pruned(Scheduler.PrunedJob)
 
+    /// The entry for one of the core's effects, or nil when the effect changes nothing durable: the
+    /// core's journal records, and the events that show what workers caused (an attempt dispatched, a
+    /// failed attempt waiting for its retry, an attempt requeued, a finish). `key` is the idempotency key
+    /// of a submission; `time` (seconds since 1970) stamps a finished job.
+    public init?(_ effect: Effect, key: String = "", time: Double) {
+        switch effect {
+        case .journal(let record):
+            self.init(record, key: key)
+        case .notify(let event):
+            switch event.state {
+            case .dispatched:
+                guard let worker = event.worker else { return nil }
+                self = .attempt(event.operation, attempt: event.attempt, worker: worker)
+            case .finished:
+                self = .finished(event.operation, event.outcome ?? .succeeded, event.reason ?? .completed)
+            case .pending where event.retryAt != nil:
+                self = .retry(event.operation, reason: event.reason ?? .exitStatus)
+            case .ready where event.reason == .lostWorker:
+                self = .requeue(event.operation)
+            case .pending, .ready, .executing:
+                return nil
+            }
+        case .jobFinished(let job):
+            self = .jobFinished(job, time: time)
+        case .dispatch, .kill:
+            return nil
+        }
+    }
+
     /// The core's journal record as an entry (`key` for a submission).
     public init(_ record: JournalRecord, key: String = "") {
         switch record {
