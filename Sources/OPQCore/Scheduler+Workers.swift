@@ -60,8 +60,10 @@ extension Scheduler {
         workers[worker].fitsPlacement = placements.map { Scheduler.fits($0, labels) }
 
         let reported = Dictionary(holding.map { ($0.operation, $0.attempt) }, uniquingKeysWith: { first, _ in first })
+        // (A recovered attempt its worker never got, because the coordinator died first, is not the
+        // worker's fault: it does not count toward the lost-worker limit.)
         for index in workers[worker].held.sorted() where reported[self.id(index)] != Int(operations[index].attempt) {
-            requeue(index, lost: true)
+            requeue(index, lost: !wasRecovering)
         }
         for held in holding {
             guard let index = self.index(of: held.operation) else { continue }

@@ -11,18 +11,27 @@ import Testing
     /// clock) decides what happens to them here.
     static let grace = ["--recovery-grace", "30"]
 
+    /// A coordinator (with ``grace``) and `workers` workers of `slots` slots, and a client.
+    static func start(workers: Int = 1, slots: Int = 2) throws -> (TestCluster, CoordinatorConnection) {
+        let cluster = try TestCluster()
+        try cluster.startCoordinator(grace)
+        for k in 1...workers { try cluster.startWorker("w\(k)", slots: slots) }
+        return (cluster, try CoordinatorConnection(endpoint: cluster.clientsEndpoint))
+    }
+
+    /// `kill -9` of the coordinator, a restart on the same state directory, and a new client.
+    static func restart(_ cluster: TestCluster) throws -> CoordinatorConnection {
+        cluster.killCoordinator()
+        try cluster.startCoordinator(grace)
+        return try CoordinatorConnection(endpoint: cluster.clientsEndpoint)
+    }
+
     @Test(arguments: 1...10)
     func killingTheCoordinatorDuringA500OperationDAGLosesNothingAndRunsEverythingOnce(seed: UInt64) throws {
-        let cluster = try TestCluster()
+        let (cluster, connection) = try Self.start(workers: 3, slots: 3)
+        var client = connection
         defer { cluster.stop() }
-        try cluster.startCoordinator(Self.grace)
-        for k in 1...3 { try cluster.startWorker("w\(k)", slots: 3) }
-        var client = try CoordinatorConnection(endpoint: cluster.clientsEndpoint)
-        func restart() throws {
-            cluster.killCoordinator()
-            try cluster.startCoordinator(Self.grace)
-            client = try CoordinatorConnection(endpoint: cluster.clientsEndpoint)
-        }
+        func restart() throws { client = try Self.restart(cluster) }
 
         // 500 operations in 5 submissions; each depends on up to 3 earlier ones (by name within its
         // submission, by id across submissions).
@@ -91,20 +100,16 @@ import Testing
     }
 
     @Test func aSuspendedQueueStaysSuspendedAcrossARestart() throws {
-        let cluster = try TestCluster()
+        let (cluster, connection) = try Self.start()
+        var client = connection
         defer { cluster.stop() }
-        try cluster.startCoordinator(Self.grace)
-        try cluster.startWorker("w1", slots: 2)
-        var client = try CoordinatorConnection(endpoint: cluster.clientsEndpoint)
         try client.configure("held", QueueSettings(isSuspended: true))
         let file = cluster.path("ran")
         let receipt = try client.submit(Submission((1...4).map {
             OperationSpec(name: "op\($0)", queue: "held", work: Evidence.append("op\($0)", to: file))
         }))
 
-        cluster.killCoordinator()
-        try cluster.startCoordinator(Self.grace)
-        client = try CoordinatorConnection(endpoint: cluster.clientsEndpoint)
+        client = try Self.restart(cluster)
         let queues = try client.request { $0.listQueues = Opq_V1_ListQueues() }.reply.queues.queues
         let held = try #require(queues.first { $0.name == "held" })
         #expect(held.suspended)
@@ -120,11 +125,9 @@ import Testing
     }
 
     @Test func aCancelAllAcknowledgedJustBeforeACrashHoldsAfterTheRestart() throws {
-        let cluster = try TestCluster()
+        let (cluster, connection) = try Self.start()
+        var client = connection
         defer { cluster.stop() }
-        try cluster.startCoordinator(Self.grace)
-        try cluster.startWorker("w1", slots: 2)
-        var client = try CoordinatorConnection(endpoint: cluster.clientsEndpoint)
         let running = try (1...2).map { try Signal(cluster.path("running\($0)")) }
         let file = cluster.path("ran")
         // Two long operations that say when they run, and pending ones behind them.
@@ -138,9 +141,7 @@ import Testing
 
         let cancelled = try client.request { $0.cancel.queue = "default" }.reply.cancelled
         #expect(cancelled.operations.count == 8)
-        cluster.killCoordinator()  // the kills of the running operations may not have gone out
-        try cluster.startCoordinator(Self.grace)
-        client = try CoordinatorConnection(endpoint: cluster.clientsEndpoint)
+        client = try Self.restart(cluster)  // the kills of the running operations may not have gone out
 
         let job = try client.finish(receipt.job, within: 60, cluster: cluster)
         #expect(job.counts.cancelled == 8, "\(job.counts)\n\(cluster.logs)")
@@ -148,11 +149,9 @@ import Testing
     }
 
     @Test func aWorkerThatKeptRunningThroughTheOutageKeepsItsResults() throws {
-        let cluster = try TestCluster()
+        let (cluster, connection) = try Self.start()
+        var client = connection
         defer { cluster.stop() }
-        try cluster.startCoordinator(Self.grace)
-        try cluster.startWorker("w1", slots: 2)
-        var client = try CoordinatorConnection(endpoint: cluster.clientsEndpoint)
         let started = try Signal(cluster.path("started"))
         let startedLong = try Signal(cluster.path("started-long"))
         let finished = try Signal(cluster.path("finished"))
@@ -228,11 +227,9 @@ import Testing
     }
 
     @Test func pruneForgetsFinishedJobsAlsoAcrossARestartAndNeverReusesTheirIds() throws {
-        let cluster = try TestCluster()
+        let (cluster, connection) = try Self.start()
+        var client = connection
         defer { cluster.stop() }
-        try cluster.startCoordinator(Self.grace)
-        try cluster.startWorker("w1", slots: 2)
-        var client = try CoordinatorConnection(endpoint: cluster.clientsEndpoint)
         let file = cluster.path("ran")
         let first = try client.submit(Submission([OperationSpec(name: "a", work: Evidence.append("a", to: file))]))
         _ = try client.finish(first.job, within: 60, cluster: cluster)
@@ -246,9 +243,7 @@ import Testing
         #expect(pruned.jobs == [first.job] && pruned.operations == 1)
         #expect(throws: ClientError.self) { try client.request { $0.getJob.job = first.job } }
 
-        cluster.killCoordinator()
-        try cluster.startCoordinator(Self.grace)
-        client = try CoordinatorConnection(endpoint: cluster.clientsEndpoint)
+        client = try Self.restart(cluster)
         #expect(throws: ClientError.self) { try client.request { $0.getJob.job = first.job } }
         let third = try client.submit(Submission([OperationSpec(name: "c", work: Evidence.append("c", to: file))]))
         #expect(third.job == second.job + 1 && third.operations[0] == second.operations[0] + 1)
