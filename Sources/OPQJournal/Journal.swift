@@ -2,11 +2,14 @@ import Foundation
 import GRDB
 import OPQCore
 
-/// The coordinator's journal: an append-only log of ``JournalEntry`` rows in SQLite (WAL mode), plus the
+/// The coordinator's journal: an append-only log of ``JournalEntry``s in SQLite (WAL mode), plus the
 /// output tails of finished operations (SEMANTICS §10, DESIGN.md "Durability").
 ///
 /// Group commit: the coordinator ``append(_:)``s a loop turn's entries, then ``commit()``s them in one
-/// transaction before it sends any acknowledgement or dispatch of that turn. Sync level:
+/// transaction before it sends any acknowledgement or dispatch of that turn. A commit stores its entries
+/// as one row (`journal(seq, entries)`, the entries in a compact binary form, see `JournalEntry.swift`):
+/// at tens of thousands of operations a second, a row per entry cost the coordinator more than all its
+/// other work per operation; a row per turn costs it about a microsecond. Sync level:
 /// ``Sync/processCrash`` (`synchronous=NORMAL`: a committed turn survives a crash or `kill -9` of the
 /// process; the last turns before a power loss may not) or ``Sync/powerLoss`` (`synchronous=FULL`: every
 /// commit is fsynced).
@@ -29,7 +32,7 @@ public final class Journal {
     /// The journal file.
     public let path: String
     private let database: DatabaseQueue
-    private var pending: [EntryRow] = []
+    private var pending = EntryWriter()
     private var pendingOutputs: [(OperationID, OperationOutput)] = []
     /// An entry that could not be encoded: the next commit fails with it.
     private var encodingProblem: String?
@@ -62,9 +65,7 @@ public final class Journal {
         if application == 0 && version == 0 && tables == 0 {
             try db.inTransaction {
                 try db.execute(sql: """
-                    CREATE TABLE journal (
-                        seq INTEGER PRIMARY KEY, kind INTEGER NOT NULL, a INTEGER NOT NULL, b INTEGER NOT NULL,
-                        c INTEGER NOT NULL, t TEXT, d BLOB, time REAL);
+                    CREATE TABLE journal (seq INTEGER PRIMARY KEY, entries BLOB NOT NULL);
                     CREATE TABLE outputs (
                         operation INTEGER PRIMARY KEY, exit_code INTEGER, signal INTEGER, duration REAL NOT NULL,
                         stdout BLOB NOT NULL, stdout_total INTEGER NOT NULL, stderr BLOB NOT NULL,
@@ -99,7 +100,7 @@ public final class Journal {
     /// Queues `entry` for the next ``commit()`` (which fails if the entry cannot be encoded).
     public func append(_ entry: JournalEntry) {
         do {
-            pending.append(try entry.row())
+            try entry.encode(into: &pending)
         } catch {
             encodingProblem = encodingProblem ?? "cannot encode \(entry): \(error)"
         }
@@ -128,17 +129,15 @@ public final class Journal {
         } catch {
             throw .writeFailed(path: path, problem: "\(error)")
         }
-        pending.removeAll(keepingCapacity: pending.capacity <= 1 << 16)
+        pending.reset()
         pendingOutputs.removeAll(keepingCapacity: true)
     }
 
     private func write(_ db: Database) throws {
         if !pending.isEmpty {
-            let insert = try db.cachedStatement(sql: "INSERT INTO journal (kind, a, b, c, t, d, time) VALUES (?, ?, ?, ?, ?, ?, ?)")
-            for row in pending {
-                insert.setUncheckedArguments([row.kind.rawValue, row.a, row.b, row.c, row.t, row.d.map { Data($0) }, row.time])
-                try insert.execute()
-            }
+            let insert = try db.cachedStatement(sql: "INSERT INTO journal (entries) VALUES (?)")
+            insert.setUncheckedArguments([Data(pending.buffer)])
+            try insert.execute()
         }
         if !pendingOutputs.isEmpty {
             let insert = try db.cachedStatement(sql: """
@@ -158,21 +157,25 @@ public final class Journal {
 
     // MARK: - Reading
 
-    /// Calls `body` with every entry, oldest first, and its sequence number.
+    /// Calls `body` with every entry, oldest first, and the sequence number of the commit that wrote it.
     public func forEachEntry(_ body: (Int64, JournalEntry) throws -> Void) throws {
-        try read { db in
-            let rows = try Row.fetchCursor(db, sql: "SELECT seq, kind, a, b, c, t, d, time FROM journal ORDER BY seq")
-            while let row = try rows.next() {
-                let seq: Int64 = row[0]
-                guard let kind = EntryKind(rawValue: row[1]) else {
-                    throw JournalError.inconsistent(path: path, record: seq, problem: "unknown record kind \(row[1] as Int64)")
+        try read { db in try forEachEntry(db, body) }
+    }
+
+    private func forEachEntry(_ db: Database, _ body: (Int64, JournalEntry) throws -> Void) throws {
+        let rows = try Row.fetchCursor(db, sql: "SELECT seq, entries FROM journal ORDER BY seq")
+        while let row = try rows.next() {
+            let seq: Int64 = row[0]
+            let data: Data = row[1]
+            var reader = EntryReader([UInt8](data))
+            while !reader.isAtEnd {
+                let entry: JournalEntry
+                do {
+                    entry = try JournalEntry.decode(from: &reader)
+                } catch {
+                    throw JournalError.corrupt(path: path, problem: "commit \(seq): \(error)")
                 }
-                let data: Data? = row[6]
-                let stored = EntryRow(kind: kind, a: row[2], b: row[3], c: row[4], t: row[5], d: data.map { [UInt8]($0) }, time: row[7])
-                switch JournalEntry.decode(stored) {
-                case .success(let entry): try body(seq, entry)
-                case .failure(let problem): throw JournalError.inconsistent(path: path, record: seq, problem: problem.text)
-                }
+                try body(seq, entry)
             }
         }
     }
@@ -208,41 +211,62 @@ public final class Journal {
     // MARK: - Pruning
 
     /// Removes the records of finished jobs, keeping for each only its id range and outcomes (a
-    /// ``JournalEntry/pruned(_:)`` record in place of its submission, so replay gives later jobs the same
-    /// ids). Commits what is queued first, then prunes in one transaction.
-    /// - Complexity: one pass over the journal.
+    /// ``JournalEntry/pruned(_:)`` entry in place of its submission, so replay gives later jobs the same
+    /// ids). Commits what is queued first, then rewrites the journal, compacted, in one transaction.
+    /// - Complexity: O(journal size): pruning is a compaction.
     public func prune(_ jobs: [Scheduler.PrunedJob]) throws(JournalError) {
         guard !jobs.isEmpty else { return }
         try commit()
+        let byJob = Dictionary(jobs.map { ($0.job, $0) }, uniquingKeysWith: { first, _ in first })
+        let ranges = jobs.filter { !$0.outcomes.isEmpty }
+            .map { (first: $0.first.rawValue, last: $0.first.rawValue + UInt64($0.outcomes.count) - 1) }
+            .sorted { $0.first < $1.first }
+        func isPruned(_ id: OperationID) -> Bool {
+            var low = 0, high = ranges.count
+            while low < high {
+                let mid = (low + high) / 2
+                if ranges[mid].last < id.rawValue { low = mid + 1 } else { high = mid }
+            }
+            return low < ranges.count && ranges[low].first <= id.rawValue
+        }
         do {
             try database.writeWithoutTransaction { db in
                 try db.inTransaction {
-                    try db.execute(sql: "CREATE TEMP TABLE IF NOT EXISTS pruning (first INTEGER PRIMARY KEY, last INTEGER NOT NULL)")
-                    try db.execute(sql: "DELETE FROM pruning")
-                    let range = try db.cachedStatement(sql: "INSERT INTO pruning (first, last) VALUES (?, ?)")
-                    let stub = try db.cachedStatement(sql: "UPDATE journal SET kind = ?, t = NULL, d = ? WHERE kind = ? AND a = ?")
-                    let done = try db.cachedStatement(sql: "DELETE FROM journal WHERE kind = ? AND a = ?")
-                    for job in jobs where !job.outcomes.isEmpty {
-                        let first = Int64(job.first.rawValue)
-                        range.setUncheckedArguments([first, first + Int64(job.outcomes.count) - 1])
-                        try range.execute()
-                        stub.setUncheckedArguments([EntryKind.pruned.rawValue, Data(job.outcomes.map(\.rawValue)),
-                                                    EntryKind.submitted.rawValue, Int64(job.job.rawValue)])
-                        try stub.execute()
-                        done.setUncheckedArguments([EntryKind.jobFinished.rawValue, Int64(job.job.rawValue)])
-                        try done.execute()
+                    var chunks: [[UInt8]] = []
+                    var chunk = EntryWriter()
+                    try forEachEntry(db) { _, entry in
+                        var kept = entry
+                        switch entry {
+                        case .submitted(let receipt, _, _):
+                            if let pruned = byJob[receipt.job] { kept = .pruned(pruned) }
+                        case .jobFinished(let job, _):
+                            if byJob[job] != nil { return }
+                        default:
+                            if let id = entry.operation, isPruned(id) { return }
+                        }
+                        try kept.encode(into: &chunk)
+                        if chunk.buffer.count >= 4 << 20 {
+                            chunks.append(chunk.buffer)
+                            chunk.reset()
+                        }
                     }
-                    // Rows about one operation of a pruned job: `a` is the operation's id.
-                    let perOperation = [EntryKind.priority, .dependency, .attempt, .retry, .requeue, .finished].map { String($0.rawValue) }
-                    let inPrunedRange = { (column: String) in
-                        "EXISTS (SELECT 1 FROM pruning p WHERE p.first = (SELECT max(first) FROM pruning WHERE first <= \(column)) AND \(column) <= p.last)"
+                    if !chunk.isEmpty { chunks.append(chunk.buffer) }
+                    try db.execute(sql: "DELETE FROM journal")
+                    let insert = try db.cachedStatement(sql: "INSERT INTO journal (entries) VALUES (?)")
+                    for bytes in chunks {
+                        insert.setUncheckedArguments([Data(bytes)])
+                        try insert.execute()
                     }
-                    try db.execute(sql: "DELETE FROM journal WHERE kind IN (\(perOperation.joined(separator: ", "))) AND \(inPrunedRange("journal.a"))")
-                    try db.execute(sql: "DELETE FROM outputs WHERE \(inPrunedRange("outputs.operation"))")
-                    try db.execute(sql: "DELETE FROM pruning")
+                    let delete = try db.cachedStatement(sql: "DELETE FROM outputs WHERE operation BETWEEN ? AND ?")
+                    for range in ranges {
+                        delete.setUncheckedArguments([Int64(range.first), Int64(range.last)])
+                        try delete.execute()
+                    }
                     return .commit
                 }
             }
+        } catch let error as JournalError {
+            throw error
         } catch {
             throw .writeFailed(path: path, problem: "\(error)")
         }

@@ -100,111 +100,258 @@ public struct OperationOutput: Sendable, Equatable {
     }
 }
 
-/// How entries are stored: one row of `journal(seq, kind, a, b, c, t, d)`; the meaning of the columns
-/// depends on `kind` (see ``JournalEntry``).
-enum EntryKind: Int64 {
+/// The kind byte that starts an encoded entry.
+enum EntryKind: UInt8 {
     case submitted = 1, cancelled, queueSettings, priority, dependency, attempt, retry, requeue, finished, jobFinished, pruned
 }
 
-/// A row's columns.
-struct EntryRow {
-    var kind: EntryKind
-    var a: Int64 = 0
-    var b: Int64 = 0
-    var c: Int64 = 0
-    var t: String?
-    var d: [UInt8]?
-    var time: Double?
-}
-
 extension JournalEntry {
-    /// The row that stores this entry.
-    func row() throws -> EntryRow {
+    /// Appends the entry's binary form to `out`: a kind byte, then its fields (unsigned LEB128 varints,
+    /// zig-zag for signed values, length-prefixed bytes and text, 8-byte doubles).
+    func encode(into out: inout EntryWriter) throws {
         switch self {
         case let .submitted(receipt, submission, key):
-            let bytes: [UInt8] = try Opq_V1_Submit(submission, idempotencyKey: key).serializedBytes()
-            return EntryRow(kind: .submitted, a: Int64(receipt.job.rawValue), b: Int64(receipt.operations.first?.rawValue ?? 0),
-                            c: Int64(receipt.operations.count), t: key.isEmpty ? nil : key, d: bytes)
+            out.kind(.submitted)
+            out.varint(receipt.job.rawValue)
+            out.varint(receipt.operations.first?.rawValue ?? 0)
+            out.varint(UInt64(receipt.operations.count))
+            out.text(key)
+            out.bytes(try Opq_V1_Submit(submission, idempotencyKey: key).serializedBytes())
         case .cancelled(let ids):
-            var bytes = [UInt8]()
-            bytes.reserveCapacity(ids.count * 8)
-            for id in ids { withUnsafeBytes(of: id.rawValue.littleEndian) { bytes.append(contentsOf: $0) } }
-            return EntryRow(kind: .cancelled, a: Int64(ids.count), d: bytes)
+            out.kind(.cancelled)
+            out.varint(UInt64(ids.count))
+            for id in ids { out.varint(id.rawValue) }
         case let .queueSettings(queue, max, suspended):
-            return EntryRow(kind: .queueSettings, a: Int64(max), b: suspended ? 1 : 0, t: queue)
+            out.kind(.queueSettings)
+            out.text(queue)
+            out.signed(Int64(max))
+            out.flag(suspended)
         case let .priority(id, priority):
-            return EntryRow(kind: .priority, a: Int64(id.rawValue), b: Int64(priority.rawValue))
+            out.kind(.priority)
+            out.varint(id.rawValue)
+            out.signed(Int64(priority.rawValue))
         case let .dependency(id, on, added):
-            return EntryRow(kind: .dependency, a: Int64(id.rawValue), b: Int64(on.rawValue), c: added ? 1 : 0)
+            out.kind(.dependency)
+            out.varint(id.rawValue)
+            out.varint(on.rawValue)
+            out.flag(added)
         case let .attempt(id, attempt, worker):
-            return EntryRow(kind: .attempt, a: Int64(id.rawValue), b: Int64(attempt), t: worker.name)
+            out.kind(.attempt)
+            out.varint(id.rawValue)
+            out.varint(UInt64(max(0, attempt)))
+            out.text(worker.name)
         case let .retry(id, reason):
-            return EntryRow(kind: .retry, a: Int64(id.rawValue), c: Int64(reason.rawValue))
+            out.kind(.retry)
+            out.varint(id.rawValue)
+            out.byte(reason.rawValue)
         case .requeue(let id):
-            return EntryRow(kind: .requeue, a: Int64(id.rawValue))
+            out.kind(.requeue)
+            out.varint(id.rawValue)
         case let .finished(id, outcome, reason):
-            return EntryRow(kind: .finished, a: Int64(id.rawValue), b: Int64(outcome.rawValue), c: Int64(reason.rawValue))
+            out.kind(.finished)
+            out.varint(id.rawValue)
+            out.byte(outcome.rawValue)
+            out.byte(reason.rawValue)
         case let .jobFinished(job, time):
-            return EntryRow(kind: .jobFinished, a: Int64(job.rawValue), time: time)
+            out.kind(.jobFinished)
+            out.varint(job.rawValue)
+            out.double(time)
         case .pruned(let pruned):
-            return EntryRow(kind: .pruned, a: Int64(pruned.job.rawValue), b: Int64(pruned.first.rawValue),
-                            c: Int64(pruned.outcomes.count), d: pruned.outcomes.map(\.rawValue))
+            out.kind(.pruned)
+            out.varint(pruned.job.rawValue)
+            out.varint(pruned.first.rawValue)
+            out.bytes(pruned.outcomes.map(\.rawValue))
         }
     }
 
-    /// The entry a row stores, or nil (with the reason) when the row makes no sense.
-    static func decode(_ row: EntryRow) -> Result<JournalEntry, DecodeProblem> {
-        func op(_ value: Int64) -> OperationID { OperationID(UInt64(bitPattern: value)) }
-        switch row.kind {
+    /// Reads the next entry from `input`.
+    static func decode(from input: inout EntryReader) throws(DecodeProblem) -> JournalEntry {
+        let kindByte = try input.byte()
+        guard let kind = EntryKind(rawValue: kindByte) else { throw DecodeProblem("unknown record kind \(kindByte)") }
+        func op() throws(DecodeProblem) -> OperationID { OperationID(try input.varint()) }
+        switch kind {
         case .submitted:
-            guard let bytes = row.d, let submit = try? Opq_V1_Submit(serializedBytes: bytes) else {
-                return .failure(DecodeProblem("a submission that does not decode"))
+            let job = JobID(try input.varint())
+            let first = try input.varint()
+            let count = try input.varint()
+            let key = try input.text()
+            let bytes = try input.bytes()
+            guard count < 1 << 40, let submit = try? Opq_V1_Submit(serializedBytes: bytes) else {
+                throw DecodeProblem("a submission that does not decode")
             }
-            let first = UInt64(bitPattern: row.b)
-            let receipt = SubmissionReceipt(job: JobID(UInt64(bitPattern: row.a)),
-                                            operations: (0..<UInt64(max(0, row.c))).map { OperationID(first + $0) })
-            return .success(.submitted(receipt, Submission(submit), key: submit.idempotencyKey))
+            let receipt = SubmissionReceipt(job: job, operations: (0..<count).map { OperationID(first + $0) })
+            return .submitted(receipt, Submission(submit), key: key)
         case .cancelled:
-            guard let bytes = row.d, bytes.count % 8 == 0 else { return .failure(DecodeProblem("a cancel with a malformed id list")) }
-            let ids = stride(from: 0, to: bytes.count, by: 8).map { start in
-                OperationID(bytes[start..<start + 8].reversed().reduce(UInt64(0)) { $0 << 8 | UInt64($1) })
-            }
-            return .success(.cancelled(ids))
+            let count = try input.varint()
+            guard count <= UInt64(input.remaining) else { throw DecodeProblem("a cancel with a malformed id list") }
+            var ids: [OperationID] = []
+            ids.reserveCapacity(Int(count))
+            for _ in 0..<count { ids.append(try op()) }
+            return .cancelled(ids)
         case .queueSettings:
-            guard let queue = row.t else { return .failure(DecodeProblem("queue settings without a queue")) }
-            return .success(.queueSettings(queue: queue, maxConcurrent: Int(row.a), isSuspended: row.b != 0))
+            let queue = try input.text()
+            let max = try input.signed()
+            return .queueSettings(queue: queue, maxConcurrent: Int(truncatingIfNeeded: max), isSuspended: try input.flag())
         case .priority:
-            guard let priority = QueuePriority(rawValue: Int8(truncatingIfNeeded: row.b)) else {
-                return .failure(DecodeProblem("unknown priority \(row.b)"))
-            }
-            return .success(.priority(op(row.a), priority))
+            let id = try op()
+            let raw = try input.signed()
+            guard let priority = QueuePriority(rawValue: Int8(truncatingIfNeeded: raw)) else { throw DecodeProblem("unknown priority \(raw)") }
+            return .priority(id, priority)
         case .dependency:
-            return .success(.dependency(op(row.a), on: op(row.b), added: row.c != 0))
+            let id = try op()
+            let on = try op()
+            return .dependency(id, on: on, added: try input.flag())
         case .attempt:
-            return .success(.attempt(op(row.a), attempt: Int(row.b), worker: WorkerID(row.t ?? "")))
+            let id = try op()
+            let attempt = try input.varint()
+            return .attempt(id, attempt: Int(truncatingIfNeeded: attempt), worker: WorkerID(try input.text()))
         case .retry:
-            guard let reason = FinishReason(rawValue: UInt8(truncatingIfNeeded: row.c)) else { return .failure(DecodeProblem("unknown reason \(row.c)")) }
-            return .success(.retry(op(row.a), reason: reason))
+            let id = try op()
+            let raw = try input.byte()
+            guard let reason = FinishReason(rawValue: raw) else { throw DecodeProblem("unknown reason \(raw)") }
+            return .retry(id, reason: reason)
         case .requeue:
-            return .success(.requeue(op(row.a)))
+            return .requeue(try op())
         case .finished:
-            guard let outcome = Outcome(rawValue: UInt8(truncatingIfNeeded: row.b)),
-                  let reason = FinishReason(rawValue: UInt8(truncatingIfNeeded: row.c)) else {
-                return .failure(DecodeProblem("unknown outcome \(row.b) or reason \(row.c)"))
+            let id = try op()
+            let outcomeByte = try input.byte()
+            let reasonByte = try input.byte()
+            guard let outcome = Outcome(rawValue: outcomeByte), let reason = FinishReason(rawValue: reasonByte) else {
+                throw DecodeProblem("unknown outcome \(outcomeByte) or reason \(reasonByte)")
             }
-            return .success(.finished(op(row.a), outcome, reason))
+            return .finished(id, outcome, reason)
         case .jobFinished:
-            return .success(.jobFinished(JobID(UInt64(bitPattern: row.a)), time: row.time ?? 0))
+            let job = JobID(try input.varint())
+            return .jobFinished(job, time: try input.double())
         case .pruned:
-            let outcomes = (row.d ?? []).compactMap(Outcome.init(rawValue:))
-            guard outcomes.count == row.c else { return .failure(DecodeProblem("a pruned job with malformed outcomes")) }
-            return .success(.pruned(Scheduler.PrunedJob(job: JobID(UInt64(bitPattern: row.a)), first: op(row.b), outcomes: outcomes)))
+            let job = JobID(try input.varint())
+            let first = try op()
+            let raw = try input.bytes()
+            let outcomes = raw.compactMap(Outcome.init(rawValue:))
+            guard outcomes.count == raw.count else { throw DecodeProblem("a pruned job with malformed outcomes") }
+            return .pruned(Scheduler.PrunedJob(job: job, first: first, outcomes: outcomes))
+        }
+    }
+
+    /// The operation a per-operation entry is about (what pruning drops with its job), else nil.
+    var operation: OperationID? {
+        switch self {
+        case .priority(let id, _), .dependency(let id, _, _), .attempt(let id, _, _), .retry(let id, _), .requeue(let id),
+             .finished(let id, _, _):
+            id
+        case .submitted, .cancelled, .queueSettings, .jobFinished, .pruned:
+            nil
         }
     }
 }
 
-/// Why a row could not be decoded.
-struct DecodeProblem: Error {
+/// Why stored bytes could not be decoded.
+public struct DecodeProblem: Error, CustomStringConvertible {
     let text: String
     init(_ text: String) { self.text = text }
+    public var description: String { text }
+}
+
+/// Builds the binary form of entries (see ``JournalEntry/encode(into:)``).
+struct EntryWriter {
+    private(set) var buffer: [UInt8] = []
+    /// Entries written.
+    private(set) var count = 0
+
+    var isEmpty: Bool { count == 0 }
+
+    mutating func kind(_ kind: EntryKind) {
+        count += 1
+        buffer.append(kind.rawValue)
+    }
+
+    mutating func byte(_ value: UInt8) { buffer.append(value) }
+    mutating func flag(_ value: Bool) { buffer.append(value ? 1 : 0) }
+
+    mutating func varint(_ value: UInt64) {
+        var value = value
+        while value >= 0x80 {
+            buffer.append(UInt8(truncatingIfNeeded: value) | 0x80)
+            value >>= 7
+        }
+        buffer.append(UInt8(value))
+    }
+
+    mutating func signed(_ value: Int64) { varint(UInt64(bitPattern: (value << 1) ^ (value >> 63))) }
+
+    mutating func bytes(_ value: [UInt8]) {
+        varint(UInt64(value.count))
+        buffer.append(contentsOf: value)
+    }
+
+    mutating func text(_ value: String) {
+        var value = value
+        value.withUTF8 { utf8 in
+            varint(UInt64(utf8.count))
+            buffer.append(contentsOf: utf8)
+        }
+    }
+
+    mutating func double(_ value: Double) {
+        withUnsafeBytes(of: value.bitPattern.littleEndian) { buffer.append(contentsOf: $0) }
+    }
+
+    /// Forgets what was written, keeping the storage.
+    mutating func reset() {
+        buffer.removeAll(keepingCapacity: buffer.capacity <= 16 << 20)
+        count = 0
+    }
+}
+
+/// Reads the binary form of entries.
+struct EntryReader {
+    private let buffer: [UInt8]
+    private var offset = 0
+
+    init(_ buffer: [UInt8]) { self.buffer = buffer }
+
+    var isAtEnd: Bool { offset >= buffer.count }
+    var remaining: Int { buffer.count - offset }
+
+    mutating func byte() throws(DecodeProblem) -> UInt8 {
+        guard offset < buffer.count else { throw DecodeProblem("a record cut short") }
+        defer { offset += 1 }
+        return buffer[offset]
+    }
+
+    mutating func flag() throws(DecodeProblem) -> Bool { try byte() != 0 }
+
+    mutating func varint() throws(DecodeProblem) -> UInt64 {
+        var result: UInt64 = 0
+        var shift: UInt64 = 0
+        while true {
+            let next = try byte()
+            guard shift < 64 else { throw DecodeProblem("a number too long") }
+            result |= UInt64(next & 0x7F) << shift
+            if next < 0x80 { return result }
+            shift += 7
+        }
+    }
+
+    mutating func signed() throws(DecodeProblem) -> Int64 {
+        let raw = try varint()
+        return Int64(bitPattern: raw >> 1) ^ -Int64(bitPattern: raw & 1)
+    }
+
+    mutating func bytes() throws(DecodeProblem) -> [UInt8] {
+        let count = try varint()
+        guard count <= UInt64(remaining) else { throw DecodeProblem("a length beyond the record") }
+        defer { offset += Int(count) }
+        return Array(buffer[offset..<offset + Int(count)])
+    }
+
+    mutating func text() throws(DecodeProblem) -> String { String(decoding: try bytes(), as: UTF8.self) }
+
+    mutating func double() throws(DecodeProblem) -> Double {
+        guard remaining >= 8 else { throw DecodeProblem("a record cut short") }
+        var bits: UInt64 = 0
+        for k in 0..<8 { bits |= UInt64(buffer[offset + k]) << (8 * UInt64(k)) }
+        offset += 8
+        return Double(bitPattern: bits)
+    }
 }

@@ -52,6 +52,8 @@ public final class StateDirectory {
     /// Releases the lock (also released when the process ends).
     public func unlock() {
         guard lockDescriptor >= 0 else { return }
+        // Explicitly: a child process between fork and exec may still share the descriptor.
+        _ = flock(lockDescriptor, LOCK_UN)
         close(lockDescriptor)
         lockDescriptor = -1
     }
