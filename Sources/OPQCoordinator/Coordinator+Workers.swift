@@ -98,7 +98,7 @@ extension Coordinator {
                 stderr: finished.hasStderr ? finished.stderr.bytes(in: raw) : [], stderrTotal: finished.stderr.totalBytes,
                 errorMessage: finished.errorMessage)
             outputs.record(output, for: id)
-            if !output.isBare { durability?.journal.append(output: output, of: id) }
+            if output.isWorthJournaling { durability?.journal.append(output: output, of: id) }
         case .progress(let progress):
             core.heartbeat(from: session.handle, at: now)
             let event = events.append(.progress(progress))

@@ -98,6 +98,13 @@ public struct OperationOutput: Sendable, Equatable {
     public var isBare: Bool {
         exitCode == nil && signal == nil && stdout.isEmpty && stderr.isEmpty && errorMessage.isEmpty
     }
+
+    /// Worth journaling: some output or message, or an exit other than a clean 0. (A silent success is
+    /// the common case at tens of thousands a second; after a restart it shows its outcome without
+    /// an exit status and duration.)
+    public var isWorthJournaling: Bool {
+        !stdout.isEmpty || !stderr.isEmpty || !errorMessage.isEmpty || signal != nil || (exitCode ?? 0) != 0
+    }
 }
 
 /// The kind byte that starts an encoded entry.
