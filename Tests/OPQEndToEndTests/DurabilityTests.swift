@@ -167,11 +167,11 @@ import Testing
         #expect(started.wait(within: 30) != nil && startedLong.wait(within: 30) != nil, "not both started\n\(cluster.logs)")
 
         cluster.killCoordinator()
-        FileManager.default.createFile(atPath: release, contents: nil)
+        #expect(FileManager.default.createFile(atPath: release, contents: nil))
         #expect(finished.wait(within: 30) != nil, "short did not finish during the outage\n\(cluster.logs)")
         try cluster.startCoordinator(Self.grace)
         client = try CoordinatorConnection(endpoint: cluster.clientsEndpoint)
-        FileManager.default.createFile(atPath: release + ".long", contents: nil)
+        #expect(FileManager.default.createFile(atPath: release + ".long", contents: nil))
 
         let job = try client.finish(receipt.job, within: 60, cluster: cluster)
         #expect(job.counts.succeeded == 2, "\(job.counts)\n\(cluster.logs)")
