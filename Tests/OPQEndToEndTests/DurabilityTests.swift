@@ -182,6 +182,29 @@ import Testing
         }
     }
 
+    @Test func anAttemptWhoseWorkerNeverComesBackGetsANewAttemptAfterTheGracePeriod() throws {
+        let (cluster, connection) = try Self.start()
+        var client = connection
+        defer { cluster.stop() }
+        let started = try Signal(cluster.path("started"))
+        let file = cluster.path("ran")
+        let receipt = try client.submit(Submission([OperationSpec(name: "job", work: .command(Command(["/bin/sh", "-c",
+            "echo \"$2\" > \"$1\"; sleep 60; echo \"$2\" >> \"$0\"", file, started.path, "attempt"])), retries: 0)]))
+        #expect(started.wait(within: 30) != nil, "it did not start\n\(cluster.logs)")
+
+        // Its worker dies with the coordinator and never comes back; another worker joins.
+        cluster.killCoordinator()
+        cluster.workers["w1"]?.stop()
+        try cluster.startCoordinator(["--recovery-grace", "1"])
+        try cluster.startWorker("w2", slots: 1)
+        client = try CoordinatorConnection(endpoint: cluster.clientsEndpoint)
+        #expect(started.wait(within: 30) != nil, "no new attempt after the grace period\n\(cluster.logs)")
+        let info = try client.operation(OperationID(receipt.operations[0])).info
+        #expect(info.attempt == 2 && info.worker == "w2", "attempt \(info.attempt) on '\(info.worker)'")
+        _ = try client.request { $0.cancel.job = receipt.job }
+        #expect(try client.finish(receipt.job, within: 60, cluster: cluster).counts.cancelled == 1)
+    }
+
     @Test func aSecondCoordinatorOnTheSameStateDirectoryRefusesToStart() throws {
         let cluster = try TestCluster()
         defer { cluster.stop() }
