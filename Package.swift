@@ -1,7 +1,7 @@
 // swift-tools-version:6.0
 // opq: Apple's Operation/OperationQueue model across processes and machines, over ZeroMQ.
 // Layers import one way, top to bottom (see ../shared/DESIGN.md):
-//   CZeroMQ → ZeroMQ;  OPQCore (pure, no I/O);  executables on top.
+//   CZeroMQ → ZeroMQ;  OPQCore (pure, no I/O);  OPQJournal (SQLite via GRDB, no sockets);  executables on top.
 import PackageDescription
 
 let package = Package(
@@ -26,6 +26,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
         .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift", from: "0.2.0"),
         .package(url: "https://github.com/jpsim/Yams", from: "5.0.0"),
+        .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
     ],
     targets: [
         .systemLibrary(
@@ -59,9 +60,16 @@ let package = Package(
             ]
         ),
         .target(
+            name: "OPQJournal",
+            dependencies: [
+                "OPQCore", "OPQWire",
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ]
+        ),
+        .target(
             name: "OPQCoordinator",
             dependencies: [
-                "OPQCore", "OPQWire", "ZeroMQ",
+                "OPQCore", "OPQWire", "ZeroMQ", "OPQJournal",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "DequeModule", package: "swift-collections"),
             ]
@@ -84,7 +92,7 @@ let package = Package(
         .executableTarget(
             name: "opq-coordinator",
             dependencies: [
-                "OPQCoordinator",
+                "OPQCoordinator", "OPQJournal",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -118,6 +126,7 @@ let package = Package(
         .testTarget(name: "OPQWorkerTests", dependencies: ["OPQWorker"]),
         .testTarget(name: "OPQJobFileTests", dependencies: ["OPQJobFile", "OPQCore"]),
         .testTarget(name: "OPQCLITests", dependencies: ["OPQCore"]),
+        .testTarget(name: "OPQJournalTests", dependencies: ["OPQJournal", "OPQCore", "OPQWire"]),
         .testTarget(
             name: "OPQEndToEndTests",
             dependencies: ["OPQClient", "OPQCore", "OPQWire", "OPQWorker", "ZeroMQ"]

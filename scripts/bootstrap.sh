@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Installs what a fresh Debian machine lacks to build opq: pkg-config and libzmq (libzmq3-dev).
+# Installs what a fresh Debian machine lacks to build opq: pkg-config, libzmq (libzmq3-dev) and SQLite
+# (libsqlite3-dev).
 # Swift itself must already be installed. Safe to run again: it installs only what is missing.
 set -euo pipefail
 
@@ -7,6 +8,10 @@ missing=()
 command -v pkg-config >/dev/null 2>&1 || missing+=(pkg-config)
 if ! command -v pkg-config >/dev/null 2>&1 || ! pkg-config --exists libzmq; then
     missing+=(libzmq3-dev)
+fi
+# SQLite for the coordinator's journal (GRDB links the system library).
+if ! command -v pkg-config >/dev/null 2>&1 || ! pkg-config --exists sqlite3; then
+    missing+=(libsqlite3-dev)
 fi
 if [ ${#missing[@]} -gt 0 ]; then
     echo "bootstrap: installing ${missing[*]}" >&2

@@ -79,6 +79,13 @@ extension Coordinator {
             reply { $0.done = Opq_V1_Done() }
         case .wait(let wait):
             self.wait(wait, requestID: id, identity: identity, now: now)
+        case .prune(let prune):
+            let pruned = try self.prune(olderThan: prune.hasOlderThanSeconds ? prune.olderThanSeconds : nil)
+            logger.info("pruned finished jobs", metadata: ["jobs": "\(pruned.jobs.count)", "operations": "\(pruned.operations)"])
+            reply {
+                $0.pruned.jobs = pruned.jobs.map(\.rawValue)
+                $0.pruned.operations = UInt64(pruned.operations)
+            }
         case .heartbeat, nil:
             break
         }
@@ -98,7 +105,10 @@ extension Coordinator {
         }
         do {
             let receipt = try core.submit(Submission(submit), at: now)
-            if !key.isEmpty { receipts[key] = receipt }
+            if !key.isEmpty {
+                receipts[key] = receipt
+                durability?.pendingKeys[receipt.job] = key
+            }
             logger.info("job accepted", metadata: ["job.id": "\(receipt.job)", "operations": "\(receipt.operations.count)"])
             queueToClient(.reply(requestID) { $0.submitted = Opq_V1_SubmitAccepted(receipt) }, identity: identity)
         } catch {

@@ -4,11 +4,11 @@ import OPQWire
 import ZeroMQ
 
 extension Coordinator {
-    /// Carries out the turn's effects, then sends everything queued: worker messages, orders, watcher
-    /// events, replies. A worker that cannot take its orders is declared lost, which may produce more
-    /// effects; the loop runs until the core is quiet.
+    /// Carries out the turn's effects, commits what they journal, then sends everything queued: worker
+    /// messages, orders, watcher events, replies. A worker that cannot take its orders is declared lost,
+    /// which may produce more effects (journaled before the next sends); the loop runs until the core is quiet.
     func flush(now: Double) throws {
-        absorbEffects()
+        try absorbAndCommit()
         for (id, message) in workerOutbox where !send(message, to: id) && sessions[id] != nil {
             // A registered worker that cannot take a message is gone: its attempts go back now, and
             // its session is dropped (it registers again if it comes back).
@@ -16,7 +16,7 @@ extension Coordinator {
             sessions[id] = nil
         }
         workerOutbox.removeAll(keepingCapacity: true)
-        absorbEffects()
+        try absorbAndCommit()
         while !orders.isEmpty {
             let pending = orders
             orders.removeAll(keepingCapacity: true)
@@ -24,13 +24,13 @@ extension Coordinator {
                 for start in stride(from: 0, to: items.count, by: WireLimits.maxBatchItems) {
                     let batch = Array(items[start..<min(items.count, start + WireLimits.maxBatchItems)])
                     if !send(.orders(batch), to: id) {
-                        core.workerLost(id, at: now)
+                        if sessions[id] != nil { core.workerLost(id, at: now) }
                         sessions[id] = nil
                         break
                     }
                 }
             }
-            absorbEffects()
+            try absorbAndCommit()
         }
         sendWatcherEvents()
         if somethingFinished {
@@ -46,6 +46,7 @@ extension Coordinator {
     func absorbEffects() {
         core.takeEffects(into: &effects)
         for effect in effects {
+            journal(effect)
             switch effect {
             case let .dispatch(id, attempt, worker):
                 guard let details = core.dispatchDetails(id) else { continue }
@@ -62,7 +63,7 @@ extension Coordinator {
                 route(numbered, job: job, operation: nil)
                 somethingFinished = true
             case .journal:
-                break  // Durability (the SQLite journal) is the next step; see the README.
+                break  // journaled above
             }
         }
     }

@@ -10,7 +10,10 @@ extension Coordinator {
         let limit = list.limit == 0 ? Coordinator.defaultPage : Int(list.limit)
         var next = list.after + 1
         while next <= UInt64(core.jobCount) {
-            guard let job = core.job(JobID(next)) else { break }
+            guard let job = core.job(JobID(next)) else {
+                next += 1
+                continue  // pruned
+            }
             next += 1
             if list.unfinishedOnly && job.isFinished { continue }
             if result.jobs.count == limit {

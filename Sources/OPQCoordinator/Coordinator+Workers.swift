@@ -1,5 +1,6 @@
 import Logging
 import OPQCore
+import OPQJournal
 import OPQWire
 import ZeroMQ
 
@@ -14,6 +15,10 @@ struct WorkerSession {
     var registration: Opq_V1_Register
     /// When the coordinator last sent it anything (heartbeats are due an interval later).
     var lastSent: Double
+    /// The sequence of the last `Reports` handled from it (since it registered).
+    var reportsReceived: UInt64 = 0
+    /// The sequence up to which its reports are journaled (acknowledged in every message it is sent).
+    var reportsDurable: UInt64 = 0
 }
 
 extension Coordinator {
@@ -44,6 +49,7 @@ extension Coordinator {
             core.heartbeat(from: session.handle, at: now)
         case .reports(let reports):
             for item in reports.items { report(item, raw: raw, from: session, now: now) }
+            if reports.sequence > session.reportsReceived { sessions[id]?.reportsReceived = reports.sequence }
         case .goodbye(let goodbye):
             logger.info("worker left", metadata: ["worker.id": "\(id)", "reason": "\(goodbye.reason)"])
             core.workerLeft(id, at: now)
@@ -85,12 +91,14 @@ extension Coordinator {
                 logger.debug("stale report ignored", metadata: ["operation.id": "\(id)", "worker.id": "\(session.id)"])
                 return
             }
-            outputs.record(OutputStore.Record(
+            let output = OperationOutput(
                 exitCode: finished.hasExitCode ? finished.exitCode : nil, signal: finished.hasSignal ? finished.signal : nil,
                 duration: finished.durationSeconds,
                 stdout: finished.hasStdout ? finished.stdout.bytes(in: raw) : [], stdoutTotal: finished.stdout.totalBytes,
                 stderr: finished.hasStderr ? finished.stderr.bytes(in: raw) : [], stderrTotal: finished.stderr.totalBytes,
-                errorMessage: finished.errorMessage), for: id)
+                errorMessage: finished.errorMessage)
+            outputs.record(output, for: id)
+            if output.isWorthJournaling { durability?.journal.append(output: output, of: id) }
         case .progress(let progress):
             core.heartbeat(from: session.handle, at: now)
             let event = events.append(.progress(progress))
@@ -128,6 +136,8 @@ extension Coordinator {
     @discardableResult
     func send(_ message: Opq_V1_CoordinatorToWorker, to id: WorkerID) -> Bool {
         let identity = sessions[id]?.identity ?? Array(id.name.utf8)
+        var message = message
+        message.reportsDurable = sessions[id]?.reportsDurable ?? 0
         do {
             let frames = try Frames.encode(message, to: identity)
             let result = try workersSocket.send(frames, flags: .dontWait)

@@ -3,13 +3,19 @@ import Glibc
 #endif
 import Logging
 import OPQCore
+import OPQJournal
 import OPQWire
 import ZeroMQ
 
 /// The coordinator: one event-loop thread that owns both ROUTER sockets and the scheduling core
 /// (DESIGN.md "Coordinator loop"). Each turn: poll (timeout = the next deadline) → drain messages →
-/// feed the core → carry out its effects → send. Sends never block (`DONTWAIT`); a worker that cannot
-/// take a message is treated as lost.
+/// feed the core → journal the turn's changes in one transaction → only then send acknowledgements,
+/// dispatches and events. Sends never block (`DONTWAIT`); a worker that cannot take a message is
+/// treated as lost.
+///
+/// With a state directory (``CoordinatorConfiguration/stateDirectory``) the coordinator starts by
+/// replaying its journal (`Coordinator+Journal.swift`), so an acknowledged submission is never lost and a
+/// finished operation never runs again (SEMANTICS §10).
 ///
 /// Only ``run()``'s thread touches the sockets and the core; ``stop()`` may be called from any thread.
 public final class Coordinator: @unchecked Sendable {
@@ -40,6 +46,8 @@ public final class Coordinator: @unchecked Sendable {
     var outputs: OutputStore
     /// Receipts of submissions that carried an idempotency key.
     var receipts: [String: SubmissionReceipt] = [:]
+    /// The state directory and journal; nil when running without one.
+    var durability: Durability?
     /// True when something finished this turn (waiters need a look).
     var somethingFinished = false
     /// Identifies this coordinator instance to workers.
@@ -48,7 +56,9 @@ public final class Coordinator: @unchecked Sendable {
     private let wakeRead: Int32
     private let wakeWrite: Int32
 
-    /// Binds both endpoints. Fails with a clear error for a non-loopback address or an endpoint in use.
+    /// Takes the state directory and replays its journal, then binds both endpoints. Fails with a clear
+    /// error for a locked, damaged or unreadable state directory (``JournalError``), a non-loopback
+    /// address, or an endpoint in use.
     public init(configuration: CoordinatorConfiguration, logger: Logger) throws {
         try EndpointPolicy.checkLoopback(configuration.workersEndpoint)
         try EndpointPolicy.checkLoopback(configuration.clientsEndpoint)
@@ -60,6 +70,10 @@ public final class Coordinator: @unchecked Sendable {
         events = EventLog(capacity: configuration.eventHistory)
         outputs = OutputStore(budget: configuration.outputBudget)
         instanceID = "\(getpid())-\(UInt64(MonotonicClock().now() * 1000))"
+        if let path = configuration.stateDirectory {
+            durability = try Coordinator.openState(path, configuration: configuration, core: &core, outputs: &outputs,
+                                                   receipts: &receipts, logger: logger)
+        }
 
         context = try Context()
         workersSocket = try context.socket(.router)
@@ -103,6 +117,7 @@ public final class Coordinator: @unchecked Sendable {
         let clients = try poller.add(clientsSocket)
         let wake = poller.add(fileDescriptor: wakeRead)
         logger.info("coordinator listening", metadata: ["workers": "\(workersEndpoint)", "clients": "\(clientsEndpoint)"])
+        startRecoveryGrace(now: clock.now())
         while true {
             try poller.poll(timeout: pollTimeout())
             let now = clock.now()
@@ -110,12 +125,13 @@ public final class Coordinator: @unchecked Sendable {
             if poller.isReadable(workers) { try drain(workersSocket, now: now, handle: handleWorkerMessage) }
             if poller.isReadable(clients) { try drain(clientsSocket, now: now, handle: handleClientMessage) }
             core.tick(at: now)
+            checkRecoveryGrace(now: now)
             dropLostSessions()
             sendHeartbeats(now: now)
             expireWaiters(now: now)
             try flush(now: now)
         }
-        shutdown()
+        try shutdown()
     }
 
     /// Handles up to `messagesPerTurn` messages waiting on `socket`.
@@ -133,11 +149,13 @@ public final class Coordinator: @unchecked Sendable {
         if let next = core.nextDeadline { deadline = min(deadline, next) }
         for session in sessions.values { deadline = min(deadline, session.lastSent + configuration.heartbeatInterval) }
         for waiter in waiters { if let timeout = waiter.deadline { deadline = min(deadline, timeout) } }
+        if let recovery = durability?.recoveryDeadline { deadline = min(deadline, recovery) }
         return max(0, Int(((deadline - now) * 1000).rounded(.up)))
     }
 
-    private func shutdown() {
+    private func shutdown() throws {
         logger.info("coordinator shutting down", metadata: ["workers": "\(sessions.count)"])
+        try absorbAndCommit()
         for session in sessions.values {
             var message = Opq_V1_CoordinatorToWorker()
             message.disconnect.reason = "coordinator shutting down"
@@ -146,5 +164,6 @@ public final class Coordinator: @unchecked Sendable {
         }
         workersSocket.close()
         clientsSocket.close()
+        durability?.directory.unlock()
     }
 }

@@ -1,3 +1,5 @@
+import OPQJournal
+
 /// Settings of a coordinator. The defaults bind loopback only: opq runs commands, so an open port is
 /// remote code execution.
 public struct CoordinatorConfiguration: Sendable {
@@ -22,6 +24,15 @@ public struct CoordinatorConfiguration: Sendable {
     public var outputBudget = 256 << 20
     /// Messages handled from one socket per loop turn, so timers and the other socket are served.
     public var messagesPerTurn = 4_096
+    /// The state directory (journal and lock). Nil = no journal: nothing survives a restart. The
+    /// executable defaults it to ``StateDirectory/defaultPath(environment:)``.
+    public var stateDirectory: String?
+    /// How hard each journal commit pushes to disk.
+    public var sync = Journal.Sync.processCrash
+    /// Seconds attempts recovered from the journal wait for their workers to re-register and report
+    /// them, before they get a new attempt. Workers notice a restart within `liveness × heartbeatInterval`
+    /// and reconnect within a second or so; a worker that re-registers without an attempt ends its wait at once.
+    public var recoveryGrace = 5.0
 
     /// The defaults.
     public init() {}

@@ -1,19 +1,11 @@
 import DequeModule
 import OPQCore
+import OPQJournal
 
 /// What the last finish report of an operation said beyond its outcome: exit status, duration, and the
 /// captured output tails — kept in memory within a byte budget, oldest reports dropped first.
 struct OutputStore {
-    struct Record {
-        var exitCode: Int32?
-        var signal: Int32?
-        var duration: Double
-        var stdout: [UInt8]
-        var stdoutTotal: UInt64
-        var stderr: [UInt8]
-        var stderrTotal: UInt64
-        var errorMessage: String
-    }
+    typealias Record = OperationOutput
 
     private var records: [OperationID: Record] = [:]
     private var order = Deque<OperationID>()
@@ -27,9 +19,7 @@ struct OutputStore {
     /// Keeps `record` as the last report of `id`, dropping the oldest records beyond the budget. A report
     /// with nothing to keep (a handler's: no output, no exit status) is not stored unless it replaces one.
     mutating func record(_ record: Record, for id: OperationID) {
-        let isBare = record.exitCode == nil && record.signal == nil && record.stdout.isEmpty && record.stderr.isEmpty
-            && record.errorMessage.isEmpty
-        if isBare && records[id] == nil { return }
+        if record.isBare && records[id] == nil { return }
         if let old = records[id] {
             bytes -= old.stdout.count + old.stderr.count
         } else {
@@ -41,5 +31,10 @@ struct OutputStore {
             order.removeFirst()
             if let dropped = records.removeValue(forKey: oldest) { bytes -= dropped.stdout.count + dropped.stderr.count }
         }
+    }
+
+    /// Forgets the record of `id` (a pruned operation); its place in the drop order is skipped later.
+    mutating func remove(_ id: OperationID) {
+        if let dropped = records.removeValue(forKey: id) { bytes -= dropped.stdout.count + dropped.stderr.count }
     }
 }

@@ -57,6 +57,8 @@ public enum JournalRecord: Sendable {
     case priority(OperationID, QueuePriority)
     /// A dependency added (`true`) or removed (`false`).
     case dependency(OperationID, on: OperationID, added: Bool)
+    /// A reconnecting worker took back a requeued attempt it was still running (no `.dispatched` event).
+    case adopted(OperationID, attempt: Int, worker: WorkerID)
 }
 
 /// What the core asks its shell to do. The core never performs I/O itself.

@@ -144,6 +144,8 @@ struct JobRecord {
     var unfinished: Int
     /// Counts by state, barriers excluded.
     var counts = OperationCounts()
+    /// Pruned (`opq prune`): only its id range is kept.
+    var isPruned = false
 }
 
 /// The core's record of a worker.

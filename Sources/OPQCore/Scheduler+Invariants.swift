@@ -71,9 +71,9 @@ extension Scheduler {
             case .dispatched, .executing:
                 let worker = Int(record.worker)
                 let position = Int(record.heldPosition)
-                guard worker >= 0, workers[worker].isAlive, position < workers[worker].held.count,
-                      workers[worker].held[position] == index else {
-                    throw fail("\(name): \(record.state) but not held by a live worker")
+                guard worker >= 0, workers[worker].isAlive || workerIndex[workers[worker].id] == worker,
+                      position < workers[worker].held.count, workers[worker].held[position] == index else {
+                    throw fail("\(name): \(record.state) but not held by a live or recovering worker")
                 }
                 active[Int(record.queue)] += 1
             case .finished:
@@ -92,7 +92,10 @@ extension Scheduler {
         var held = 0
         for (index, worker) in workers.enumerated() {
             guard worker.isAlive else {
-                guard worker.held.isEmpty else { throw fail("worker \(worker.id): gone but holds operations") }
+                let isRecovering = workerIndex[worker.id] == index
+                guard worker.held.isEmpty || isRecovering else { throw fail("worker \(worker.id): gone but holds operations") }
+                guard !isRecovering || worker.free == 0 else { throw fail("worker \(worker.id): recovering with free slots") }
+                held += worker.held.count
                 continue
             }
             guard workerIndex[worker.id] == index, liveWorkers.contains(index) else { throw fail("worker \(worker.id): not indexed") }
@@ -103,7 +106,8 @@ extension Scheduler {
             held += worker.held.count
         }
         guard free == freeSlots else { throw fail("free slots \(freeSlots), workers have \(free)") }
-        guard liveWorkers.count == workerIndex.count else { throw fail("live worker list and index disagree") }
+        let recovering = workerIndex.values.filter { !workers[$0].isAlive }.count
+        guard liveWorkers.count + recovering == workerIndex.count else { throw fail("live worker list and index disagree") }
         let holding = operations.filter { $0.state == .dispatched || $0.state == .executing }.count
         guard held == holding else { throw fail("workers hold \(held) operations, \(holding) are dispatched or executing") }
 

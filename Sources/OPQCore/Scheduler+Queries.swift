@@ -32,7 +32,7 @@ extension Scheduler {
 
     /// The operation `id`, or nil if unknown.
     public func operation(_ id: OperationID) -> OperationSnapshot? {
-        guard let index = index(of: id) else { return nil }
+        guard let index = index(of: id), !isPruned(index) else { return nil }
         let record = operations[index]
         return OperationSnapshot(
             id: id, name: record.name, job: JobID(index: Int(record.job)), queue: queues[Int(record.queue)].name,
@@ -97,7 +97,7 @@ extension Scheduler {
 
     /// The job `id`, or nil if unknown.
     public func job(_ id: JobID) -> JobSnapshot? {
-        guard id.rawValue >= 1, id.index < jobs.count else { return nil }
+        guard id.rawValue >= 1, id.index < jobs.count, !jobs[id.index].isPruned else { return nil }
         let job = jobs[id.index]
         return JobSnapshot(id: id, operations: (job.first..<job.first + job.count).map(self.id),
                            counts: job.counts, isFinished: job.unfinished == 0)
@@ -174,7 +174,7 @@ extension Scheduler {
 
     /// Whether every operation of `job` (barriers included) has finished; nil if unknown. O(1).
     public func isFinished(job: JobID) -> Bool? {
-        guard job.rawValue >= 1, job.index < jobs.count else { return nil }
+        guard job.rawValue >= 1, job.index < jobs.count, !jobs[job.index].isPruned else { return nil }
         return jobs[job.index].unfinished == 0
     }
 

@@ -59,8 +59,11 @@ extension Scheduler {
             operations[index].isCancelled = true
             if operations[index].killReason == nil {
                 operations[index].killReason = .cancel
-                effects.append(.kill(id(index), attempt: Int(operations[index].attempt),
-                                     worker: workers[Int(operations[index].worker)].id, reason: .cancel))
+                // A recovering worker (not registered yet) is told when it registers.
+                let worker = Int(operations[index].worker)
+                if workers[worker].isAlive {
+                    effects.append(.kill(id(index), attempt: Int(operations[index].attempt), worker: workers[worker].id, reason: .cancel))
+                }
             }
         }
     }

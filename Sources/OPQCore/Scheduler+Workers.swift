@@ -34,10 +34,17 @@ extension Scheduler {
     ) -> WorkerHandle {
         now = time
         let worker: Int
+        var wasRecovering = false
         if let existing = workerIndex[id] {
             worker = existing
             freeSlots -= workers[worker].free
             workers[worker].slots = max(0, slots)
+            if !workers[worker].isAlive {
+                // A recovering worker (see Scheduler+Recovery) is back: it goes live with what it holds.
+                wasRecovering = true
+                workers[worker].isAlive = true
+                liveWorkers.append(worker)
+            }
             freeSlots += workers[worker].free
         } else {
             worker = workers.count
@@ -53,13 +60,21 @@ extension Scheduler {
         workers[worker].fitsPlacement = placements.map { Scheduler.fits($0, labels) }
 
         let reported = Dictionary(holding.map { ($0.operation, $0.attempt) }, uniquingKeysWith: { first, _ in first })
+        // (A recovered attempt its worker never got, because the coordinator died first, is not the
+        // worker's fault: it does not count toward the lost-worker limit.)
         for index in workers[worker].held.sorted() where reported[self.id(index)] != Int(operations[index].attempt) {
-            requeue(index, lost: true)
+            requeue(index, lost: !wasRecovering)
         }
         for held in holding {
             guard let index = self.index(of: held.operation) else { continue }
             let record = operations[index]
-            if record.worker == Int32(worker), Int(record.attempt) == held.attempt { continue }
+            if record.worker == Int32(worker), Int(record.attempt) == held.attempt {
+                // A kill decided while the worker was recovering is sent now that it can be.
+                if wasRecovering, let reason = record.killReason {
+                    effects.append(.kill(held.operation, attempt: held.attempt, worker: id, reason: reason))
+                }
+                continue
+            }
             if record.state == .ready, Int(record.attempt) == held.attempt, !record.work.isEmpty,
                workers[worker].free > 0, workers[worker].servesQueue[Int(record.queue)] {
                 adopt(index, by: worker)
@@ -84,6 +99,7 @@ extension Scheduler {
         queues[queue].active += 1
         takeSlot(of: worker, for: index)
         setState(index, .executing)
+        effects.append(.journal(.adopted(id(index), attempt: Int(operations[index].attempt), worker: workers[worker].id)))
         notify(index)
     }
 

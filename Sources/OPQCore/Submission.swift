@@ -100,4 +100,10 @@ public struct SubmissionReceipt: Hashable, Sendable {
     public var job: JobID
     /// Ids of the batch's operations, in batch order (contiguous).
     public var operations: [OperationID]
+
+    /// Creates a receipt (the journal reads them back).
+    public init(job: JobID, operations: [OperationID]) {
+        self.job = job
+        self.operations = operations
+    }
 }

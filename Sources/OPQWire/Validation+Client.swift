@@ -56,6 +56,11 @@ extension Opq_V1_ClientRequest: WireEnvelope {
             case .queue(let queue): try Check.name(queue, path + ".wait.queue", allowEmpty: false)
             }
             if wait.hasTimeoutSeconds { try Check.seconds(wait.timeoutSeconds, path + ".wait.timeout_seconds") }
+        case .prune(let prune):
+            if prune.hasOlderThanSeconds {
+                try Check.that(prune.olderThanSeconds >= 0 && prune.olderThanSeconds.isFinite, path + ".prune.older_than_seconds",
+                               "must be a finite number of seconds ≥ 0")
+            }
         case .listQueues, .listJobs, .listWorkers, .unwatch, .heartbeat:
             break
         }
@@ -152,7 +157,7 @@ extension Opq_V1_Reply {
             if case .operation(let info) = result.result {
                 try info.validate(path + ".waited.operation", rawFrames: rawFrames)
             }
-        case .done, .cancelled, .dependency, .queues, .jobs, .workers, .watching:
+        case .done, .cancelled, .dependency, .queues, .jobs, .workers, .watching, .pruned:
             break
         }
     }

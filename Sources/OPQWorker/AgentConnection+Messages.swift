@@ -21,6 +21,7 @@ extension AgentConnection {
             ])
             return
         }
+        outbox.acknowledge(upTo: message.reportsDurable)
         switch message.body {
         case .welcome(let welcome):
             welcomed(interval: welcome.heartbeatIntervalSeconds, liveness: Int(welcome.liveness), now: now)
@@ -83,6 +84,7 @@ extension AgentConnection {
     func registerMessage() -> Opq_V1_WorkerMessage {
         var held = Set(runner.held)  // read first: the runner posts an attempt's end before dropping it
         absorbEvents()
+        outbox.resendUnconfirmed()
         held.formUnion(outbox.unsentFinished)
         let configuration = configuration
         let slots = stopLevel == .running ? Int32(clamping: configuration.slots) : 0

@@ -8,6 +8,10 @@ import OPQWire
 /// attempts whose `Finished` is still here count as held when the worker re-registers (the coordinator
 /// must not requeue them as lost before it hears how they ended). Progress is coalesced: only the latest
 /// unsent progress of an attempt is kept. Handed-back attempts are not reports: they wait for `Goodbye`.
+///
+/// A sent `Finished` is kept until the coordinator says it journaled it (`reports_durable` ≥ the
+/// message's sequence): if the coordinator crashes first, the worker sends it again after it
+/// re-registers, and counts the attempt as held meanwhile, so a finished operation is never run again.
 struct ReportOutbox {
     /// One unsent report.
     enum Item {
@@ -20,6 +24,10 @@ struct ReportOutbox {
     private(set) var items: [Item] = []
     /// Attempts handed back (stopped for a shutdown, or refused while stopping), for `Goodbye`.
     private(set) var handedBack: [AttemptKey] = []
+    /// Sequence of the last `Reports` sent since the last registration.
+    private(set) var sequence: UInt64 = 0
+    /// Finished reports sent but not yet journaled by the coordinator, by the sequence that carried them.
+    private(set) var unconfirmed: [(sequence: UInt64, completions: [Completion])] = []
 
     /// Whether there is a report to send.
     var isEmpty: Bool { items.isEmpty }
@@ -62,11 +70,34 @@ struct ReportOutbox {
             if reports.count == WireLimits.maxBatchItems || raw.count + 2 > rawLimit { break }
             reports.append(Self.report(item, raw: &raw))
         }
-        return (try Frames.encode(Opq_V1_WorkerMessage.reports(reports), raw: raw), reports.count)
+        var message = Opq_V1_WorkerMessage.reports(reports)
+        message.reports.sequence = sequence + 1
+        return (try Frames.encode(message, raw: raw), reports.count)
     }
 
-    /// Drops the `count` oldest reports (they were sent).
-    mutating func removeFirst(_ count: Int) { items.removeFirst(count) }
+    /// Drops the `count` oldest reports (they were sent as the next sequence); their `Finished` reports
+    /// wait in ``unconfirmed`` until acknowledged.
+    mutating func removeFirst(_ count: Int) {
+        sequence += 1
+        let completions = items.prefix(count).compactMap { if case .finished(let completion) = $0 { completion } else { nil } }
+        if !completions.isEmpty { unconfirmed.append((sequence, completions)) }
+        items.removeFirst(count)
+    }
+
+    /// The coordinator journaled every report up to `sequence`: forget their `Finished` reports.
+    mutating func acknowledge(upTo sequence: UInt64) {
+        guard let first = unconfirmed.first, first.sequence <= sequence else { return }
+        unconfirmed.removeAll { $0.sequence <= sequence }
+    }
+
+    /// A new registration: `Finished` reports never acknowledged go out again, first, and numbering
+    /// starts over.
+    mutating func resendUnconfirmed() {
+        sequence = 0
+        guard !unconfirmed.isEmpty else { return }
+        items.insert(contentsOf: unconfirmed.flatMap(\.completions).map(Item.finished), at: 0)
+        unconfirmed.removeAll()
+    }
 
     /// The wire report of `item`; a finish report's output tails are appended to `raw`.
     static func report(_ item: Item, raw: inout [[UInt8]]) -> Opq_V1_Report {

@@ -6,6 +6,8 @@ import OPQWire
 
 /// One throughput run: a batch of independent no-op operations through the coordinator and workers.
 struct ClusterThroughputRun: Codable {
+    /// The coordinator's journal sync level (`--fsync`): "normal" (the default) or "always".
+    var fsync: String
     var slotsPerWorker: Int
     var operations: Int
     /// From sending the Submit to the Wait reply saying the job finished.
@@ -67,15 +69,18 @@ struct ClusterBenchmark {
     static let defaultLiveness = 3
     private static let noop = Work.handler(name: "noop", payload: [])
 
-    /// Throughput at every slot count asked for.
+    /// Throughput at every slot count asked for (journal at the default sync level), then with
+    /// `--fsync always` at the largest.
     func throughput(progress: (String) -> Void) throws -> [ClusterThroughputRun] {
+        var runs = options.slotCounts.map { (slots: $0, fsync: "normal") }
+        if options.fsyncAlways, let largest = options.slotCounts.last { runs.append((largest, "always")) }
         let submission = Workload(.independent, size: options.throughputOperations).submission()
         let warmUp = Workload(.independent, size: min(2_000, options.throughputOperations)).submission()
-        return try options.slotCounts.map { slots in
-            progress("throughput: \(options.workers) workers × \(slots) slots, \(Format.size(options.throughputOperations)) no-ops")
-            let cluster = try LocalCluster(binaries: binaries, parent: scratch, name: "throughput-\(slots)")
+        return try runs.map { slots, fsync in
+            progress("throughput: \(options.workers) workers × \(slots) slots, \(Format.size(options.throughputOperations)) no-ops, --fsync \(fsync)")
+            let cluster = try LocalCluster(binaries: binaries, parent: scratch, name: "throughput-\(slots)-\(fsync)")
             defer { cluster.stop() }
-            try cluster.startCoordinator()
+            try cluster.startCoordinator(fsync: fsync)
             let client = try cluster.connect()
             try cluster.startWorkers(options.workers, slots: slots, client: client)
             _ = try runJob(warmUp, count: warmUp.operations.count, client: client, cluster: cluster)
@@ -88,7 +93,7 @@ struct ClusterBenchmark {
                 return (after - before) * 1e6 / n
             }
             return ClusterThroughputRun(
-                slotsPerWorker: slots, operations: options.throughputOperations, seconds: seconds,
+                fsync: fsync, slotsPerWorker: slots, operations: options.throughputOperations, seconds: seconds,
                 submitSeconds: submitSeconds, operationsPerSecond: n / seconds,
                 coordinatorCPUMicrosecondsPerOperation: perOperation(coordinatorBefore, cluster.coordinator?.cpuSeconds),
                 workersCPUMicrosecondsPerOperation: perOperation(workersBefore, cluster.workersCPUSeconds))

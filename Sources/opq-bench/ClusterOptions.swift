@@ -23,6 +23,8 @@ struct ClusterOptions {
     var keepLogs = false
     /// Set by `--smoke`.
     var isSmoke = false
+    /// Also measure throughput with the journal fsynced on every commit (at the largest slot count).
+    var fsyncAlways = true
 
     static let usage = """
     usage: opq-bench cluster [options]
@@ -30,6 +32,8 @@ struct ClusterOptions {
       measures, in one run: no-op throughput (best over slot counts), dispatch latency ready → executing
       (p50/p99), a dependency chain across processes against Foundation's OperationQueue, and the time from
       kill -9 of a worker to its operations being requeued. Every process started is killed on exit.
+      The coordinator journals as in production (its default sync level, `--fsync normal`); throughput is
+      also measured with `--fsync always` at the largest slot count, to show what power-loss durability costs.
 
       --smoke                 small sizes (2000 ops, 1000-op chain, 200 latency samples): seconds (CI)
       --bin-dir DIR           where opq-coordinator and opq-worker are (default: beside opq-bench)
@@ -40,6 +44,7 @@ struct ClusterOptions {
       --workers N             opq-worker processes (default 2)
       --no-foundation         skip Foundation's OperationQueue on the chain
       --no-failover           skip the kill -9 requeue measurement
+      --no-fsync-always       skip the throughput run with the coordinator's --fsync always
       --keep-logs             keep the temporary directory with the processes' logs
       --json                  print one JSON document instead of tables
       -h, --help              this text
@@ -62,6 +67,7 @@ struct ClusterOptions {
             case "--workers": options.workers = reader.positive(for: argument)
             case "--no-foundation": options.foundation = false
             case "--no-failover": options.failover = false
+            case "--no-fsync-always": options.fsyncAlways = false
             case "--keep-logs": options.keepLogs = true
             case "--json": options.json = true
             default: reader.unknown(argument)

@@ -52,11 +52,13 @@ final class LocalCluster {
         clientsEndpoint = "ipc://\(directory.path)/clients.sock"
     }
 
-    /// Starts `opq-coordinator` (default heartbeat settings, warnings only) and waits for its start line.
-    func startCoordinator() throws {
+    /// Starts `opq-coordinator` (default heartbeat settings, warnings only, its journal in this cluster's
+    /// directory at sync level `fsync`) and waits for its start line.
+    func startCoordinator(fsync: String = "normal") throws {
         let process = try ChildProcess(
             binaries.coordinator,
-            ["--workers-endpoint", workersEndpoint, "--clients-endpoint", clientsEndpoint, "--log-level", "warning"],
+            ["--workers-endpoint", workersEndpoint, "--clients-endpoint", clientsEndpoint,
+             "--state", directory.appendingPathComponent("state-\(fsync)").path, "--fsync", fsync, "--log-level", "warning"],
             name: "coordinator", directory: directory)
         coordinator = process
         let deadline = Clock.nanoseconds() + UInt64(LocalCluster.startupDeadline * 1e9)

@@ -3,6 +3,7 @@ import Dispatch
 import Foundation
 import Logging
 import OPQCoordinator
+import OPQJournal
 
 /// `opq-coordinator`: holds the dependency graph and the queues, and dispatches to workers.
 @main
@@ -23,6 +24,13 @@ struct OPQCoordinatorCommand: ParsableCommand {
 
             On start it prints one line, "opq-coordinator workers=ENDPOINT clients=ENDPOINT", with the \
             endpoints as bound. SIGINT or SIGTERM shuts it down (workers are told); a second signal is harmless.
+
+            State: every accepted change is journaled (SQLite, WAL) in the state directory before it is \
+            acknowledged, and a restarted coordinator carries on from the journal: nothing acknowledged is lost \
+            and no finished operation runs again. One coordinator per state directory (a second one refuses to \
+            start); a damaged or unreadable journal is an error (exit status 2), never a silent fresh start.
+              opq-coordinator --state /var/lib/opq            # default: $XDG_STATE_HOME/opq, else ~/.local/state/opq
+              opq-coordinator --fsync always                  # also survive power loss (slower commits)
             """)
 
     @Option(help: "Endpoint workers connect to (tcp://127.0.0.1:PORT or ipc://PATH).")
@@ -40,6 +48,15 @@ struct OPQCoordinatorCommand: ParsableCommand {
     @Option(help: "Seconds between SIGTERM and SIGKILL when an operation is cancelled or times out.")
     var killGrace = 10.0
 
+    @Option(help: "State directory: the journal and its lock. Default: $XDG_STATE_HOME/opq, else ~/.local/state/opq.")
+    var state: String?
+
+    @Option(help: "Journal sync level: 'normal' survives a crash of the coordinator; 'always' fsyncs every commit and survives power loss.")
+    var fsync: String = Journal.Sync.processCrash.rawValue
+
+    @Option(help: "Seconds operations running at a restart wait for their workers to report them before they get a new attempt.")
+    var recoveryGrace = 5.0
+
     @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.")
     var logLevel: String = "info"
 
@@ -47,6 +64,8 @@ struct OPQCoordinatorCommand: ParsableCommand {
         guard heartbeat > 0 else { throw ValidationError("--heartbeat must be positive") }
         guard liveness >= 1 else { throw ValidationError("--liveness must be at least 1") }
         guard killGrace >= 0 else { throw ValidationError("--kill-grace must not be negative") }
+        guard Journal.Sync(rawValue: fsync) != nil else { throw ValidationError("--fsync must be 'normal' or 'always', not '\(fsync)'") }
+        guard recoveryGrace >= 0 else { throw ValidationError("--recovery-grace must not be negative") }
         guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("unknown --log-level '\(logLevel)'") }
     }
 
@@ -63,6 +82,9 @@ struct OPQCoordinatorCommand: ParsableCommand {
         configuration.heartbeatInterval = heartbeat
         configuration.liveness = liveness
         configuration.killGrace = killGrace
+        configuration.stateDirectory = state ?? StateDirectory.defaultPath()
+        configuration.sync = Journal.Sync(rawValue: fsync)!
+        configuration.recoveryGrace = recoveryGrace
         let coordinator: Coordinator
         do {
             coordinator = try Coordinator(configuration: configuration, logger: Logger(label: "opq.coordinator"))

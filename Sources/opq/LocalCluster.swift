@@ -31,7 +31,7 @@ final class LocalCluster {
             let binaries = try Self.binaryDirectory()
             coordinator = try SpawnedProcess(
                 binaries + "/opq-coordinator",
-                ["--workers-endpoint", workersEndpoint, "--clients-endpoint", clientsEndpoint,
+                ["--workers-endpoint", workersEndpoint, "--clients-endpoint", clientsEndpoint, "--state", directory + "/state",
                  "--kill-grace", Self.killGrace, "--log-level", "warning"],
                 name: "opq-coordinator", logPath: directory + "/coordinator.log")
             for k in 1...max(1, workerCount) {

@@ -36,7 +36,8 @@ struct OPQCommand: ParsableCommand {
             """,
         subcommands: [RunCommand.self, SubmitCommand.self, AddCommand.self, MapCommand.self, WatchCommand.self, WaitCommand.self, StatusCommand.self, ListCommand.self, ShowCommand.self,
                       LogsCommand.self, CancelCommand.self, SuspendCommand.self, ResumeCommand.self, QueueCommand.self,
-                      PriorityCommand.self, WorkersCommand.self]
+                      PriorityCommand.self, WorkersCommand.self,
+                      PruneCommand.self]
     )
 
     /// `opq --coordinator E status` → `opq status --coordinator E`: the global option may come before the

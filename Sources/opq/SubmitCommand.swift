@@ -38,7 +38,8 @@ struct SubmitCommand: ParsableCommand {
         let connection = try Connection.open(global.endpoint)
         let receipt: Opq_V1_SubmitAccepted
         do {
-            receipt = try connection.submit(jobFile.submission)
+            // One key per invocation: a resend after a timeout returns the first receipt, not a second job.
+            receipt = try connection.submit(jobFile.submission, idempotencyKey: "opq-submit-\(UUID().uuidString)")
         } catch {
             throw JobFileLoading.status(for: error, jobFile: jobFile)
         }

@@ -65,7 +65,10 @@ final class Run: @unchecked Sendable {
         posix_spawn_file_actions_adddup2(&actions, errors, 2)
         let path = executable.contains("/") ? executable : Executables.path(executable)
         let argv = ([path] + arguments).map { strdup($0) } + [nil]
-        let merged = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        // A coordinator started without --state keeps its journal in the scratch directory, never in the
+        // user's state directory (which another test or a real coordinator may hold).
+        let merged = ProcessInfo.processInfo.environment.merging(["XDG_STATE_HOME": scratch.path("xdg-state")]) { $1 }
+            .merging(environment) { $1 }
         let envp = merged.map { strdup("\($0.key)=\($0.value)") } + [nil]
         defer { for pointer in argv + envp { free(pointer) } }
         var child: pid_t = 0

@@ -88,6 +88,7 @@ struct Harness {
             case let .queueSettings(queue, max, suspended): return "journal queue \(queue) max \(max) suspended \(suspended)"
             case let .priority(id, priority): return "journal priority \(name(id)) \(priority)"
             case let .dependency(id, on, added): return "journal \(added ? "add" : "remove") \(name(id))→\(name(on))"
+            case let .adopted(id, attempt, worker): return "journal adopted \(name(id))@\(worker) #\(attempt)"
             }
         }
     }

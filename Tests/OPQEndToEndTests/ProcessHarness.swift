@@ -55,9 +55,14 @@ final class ChildProcess: @unchecked Sendable {
         posix_spawnattr_setsigdefault(&attributes, &signals)
         let path = BuiltProducts.path(executable)
         let argv = ([path] + arguments).map { strdup($0) } + [nil]
-        defer { for pointer in argv { free(pointer) } }
+        // A coordinator started without --state keeps its journal in the test's directory, never in the
+        // user's state directory (which another test or a real coordinator may hold).
+        var environment = ProcessInfo.processInfo.environment
+        environment["XDG_STATE_HOME"] = logDirectory.appendingPathComponent("xdg-state").path
+        let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
+        defer { for pointer in argv + envp { free(pointer) } }
         var child: pid_t = 0
-        let result = posix_spawn(&child, path, &actions, &attributes, argv, environ)
+        let result = posix_spawn(&child, path, &actions, &attributes, argv, envp)
         guard result == 0 else { throw POSIXError(POSIXErrorCode(rawValue: result) ?? .EIO) }
         pid = child
         let reaper = Thread { [exited, child] in
@@ -118,13 +123,21 @@ final class TestCluster: @unchecked Sendable {
         clientsEndpoint = "ipc://\(directory.path)/clients.sock"
     }
 
-    /// Starts the coordinator with `arguments` added to its endpoints.
+    /// The coordinator's state directory (journal and lock): the same across restarts.
+    var stateDirectory: String { directory.appendingPathComponent("state").path }
+
+    /// Starts the coordinator with `arguments` added to its endpoints and state directory.
     func startCoordinator(_ arguments: [String] = []) throws {
         coordinator = try ChildProcess(
             "opq-coordinator",
-            ["--workers-endpoint", workersEndpoint, "--clients-endpoint", clientsEndpoint, "--log-level", "debug"] + arguments,
+            ["--workers-endpoint", workersEndpoint, "--clients-endpoint", clientsEndpoint, "--state", stateDirectory,
+             "--log-level", "debug"] + arguments,
             name: "coordinator", logDirectory: directory)
     }
+
+    /// Kills the coordinator with SIGKILL (it gets no chance to write or send anything more) and waits
+    /// until it is gone; its state directory stays for a restart.
+    func killCoordinator() { coordinator?.stop() }
 
     /// Starts a worker named `name`.
     func startWorker(_ name: String, slots: Int = 1, arguments: [String] = []) throws {

@@ -930,6 +930,9 @@ public nonisolated struct Opq_V1_Reports: Sendable {
   /// At least one.
   public var items: [Opq_V1_Report] = []
 
+  /// 1, 2, 3… after each Welcome; 0 = not numbered. The coordinator
+  public var sequence: UInt64 = 0
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
@@ -1121,6 +1124,11 @@ public nonisolated struct Opq_V1_CoordinatorToWorker: Sendable {
     }
     set {body = .disconnect(newValue)}
   }
+
+  /// The highest Reports.sequence of this registration whose reports the coordinator has journaled (0 =
+  /// none yet). Until then the worker keeps its Finished reports and sends them again after it
+  /// re-registers (with a restarted coordinator, say), so a finish is never lost to a crash.
+  public var reportsDurable: UInt64 = 0
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
@@ -1455,6 +1463,15 @@ public nonisolated struct Opq_V1_ClientRequest: Sendable {
     set {body = .heartbeat(newValue)}
   }
 
+  /// Forget finished jobs (opq prune).
+  public var prune: Opq_V1_Prune {
+    get {
+      if case .prune(let v)? = body {return v}
+      return Opq_V1_Prune()
+    }
+    set {body = .prune(newValue)}
+  }
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   /// Required.
@@ -1477,10 +1494,36 @@ public nonisolated struct Opq_V1_ClientRequest: Sendable {
     case wait(Opq_V1_Wait)
     /// Keeps a watching client alive; answered by nothing.
     case heartbeat(Opq_V1_Heartbeat)
+    /// Forget finished jobs (opq prune).
+    case prune(Opq_V1_Prune)
 
   }
 
   public init() {}
+}
+
+/// Forget finished jobs: their operations, outcomes and output leave the coordinator and its journal;
+/// their ids are never reused. Unfinished jobs are never pruned.
+public nonisolated struct Opq_V1_Prune: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  /// Only jobs finished at least this long ago; absent = all finished jobs.
+  public var olderThanSeconds: Double {
+    get {_olderThanSeconds ?? 0}
+    set {_olderThanSeconds = newValue}
+  }
+  /// Returns true if `olderThanSeconds` has been explicitly set.
+  public var hasOlderThanSeconds: Bool {self._olderThanSeconds != nil}
+  /// Clears the value of `olderThanSeconds`. Subsequent reads from it will return its default value.
+  public mutating func clearOlderThanSeconds() {self._olderThanSeconds = nil}
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+
+  fileprivate var _olderThanSeconds: Double? = nil
 }
 
 /// One atomic batch (a job): accepted whole or not at all (SEMANTICS §9).
@@ -2129,6 +2172,15 @@ public nonisolated struct Opq_V1_Reply: Sendable {
     set {result = .waited(newValue)}
   }
 
+  /// Prune.
+  public var pruned: Opq_V1_Pruned {
+    get {
+      if case .pruned(let v)? = result {return v}
+      return Opq_V1_Pruned()
+    }
+    set {result = .pruned(newValue)}
+  }
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   /// Required.
@@ -2159,8 +2211,27 @@ public nonisolated struct Opq_V1_Reply: Sendable {
     case watching(Opq_V1_Watching)
     /// Wait.
     case waited(Opq_V1_WaitResult)
+    /// Prune.
+    case pruned(Opq_V1_Pruned)
 
   }
+
+  public init() {}
+}
+
+/// A Prune was applied.
+public nonisolated struct Opq_V1_Pruned: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  /// The jobs pruned.
+  public var jobs: [UInt64] = []
+
+  /// How many operations they held.
+  public var operations: UInt64 = 0
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
 }
@@ -3582,7 +3653,7 @@ nonisolated extension Opq_V1_Heartbeat: SwiftProtobuf.Message, SwiftProtobuf._Me
 
 nonisolated extension Opq_V1_Reports: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".Reports"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}items\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}items\0\u{1}sequence\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -3591,6 +3662,7 @@ nonisolated extension Opq_V1_Reports: SwiftProtobuf.Message, SwiftProtobuf._Mess
       // enabled. https://github.com/apple/swift-protobuf/issues/1034
       switch fieldNumber {
       case 1: try { try decoder.decodeRepeatedMessageField(value: &self.items) }()
+      case 2: try { try decoder.decodeSingularUInt64Field(value: &self.sequence) }()
       default: break
       }
     }
@@ -3600,11 +3672,15 @@ nonisolated extension Opq_V1_Reports: SwiftProtobuf.Message, SwiftProtobuf._Mess
     if !self.items.isEmpty {
       try visitor.visitRepeatedMessageField(value: self.items, fieldNumber: 1)
     }
+    if self.sequence != 0 {
+      try visitor.visitSingularUInt64Field(value: self.sequence, fieldNumber: 2)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
   public static func ==(lhs: Opq_V1_Reports, rhs: Opq_V1_Reports) -> Bool {
     if lhs.items != rhs.items {return false}
+    if lhs.sequence != rhs.sequence {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -3810,7 +3886,7 @@ nonisolated extension Opq_V1_Goodbye: SwiftProtobuf.Message, SwiftProtobuf._Mess
 
 nonisolated extension Opq_V1_CoordinatorToWorker: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".CoordinatorToWorker"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}welcome\0\u{1}heartbeat\0\u{1}orders\0\u{1}disconnect\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}welcome\0\u{1}heartbeat\0\u{1}orders\0\u{1}disconnect\0\u{4}\u{6}reports_durable\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -3870,6 +3946,7 @@ nonisolated extension Opq_V1_CoordinatorToWorker: SwiftProtobuf.Message, SwiftPr
           self.body = .disconnect(v)
         }
       }()
+      case 10: try { try decoder.decodeSingularUInt64Field(value: &self.reportsDurable) }()
       default: break
       }
     }
@@ -3899,11 +3976,15 @@ nonisolated extension Opq_V1_CoordinatorToWorker: SwiftProtobuf.Message, SwiftPr
     }()
     case nil: break
     }
+    if self.reportsDurable != 0 {
+      try visitor.visitSingularUInt64Field(value: self.reportsDurable, fieldNumber: 10)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
   public static func ==(lhs: Opq_V1_CoordinatorToWorker, rhs: Opq_V1_CoordinatorToWorker) -> Bool {
     if lhs.body != rhs.body {return false}
+    if lhs.reportsDurable != rhs.reportsDurable {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -4207,7 +4288,7 @@ nonisolated extension Opq_V1_Disconnect: SwiftProtobuf.Message, SwiftProtobuf._M
 
 nonisolated extension Opq_V1_ClientRequest: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".ClientRequest"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}request_id\0\u{1}submit\0\u{1}cancel\0\u{3}set_queue\0\u{3}set_priority\0\u{3}add_dependency\0\u{3}remove_dependency\0\u{3}list_queues\0\u{3}list_jobs\0\u{3}get_job\0\u{3}list_operations\0\u{3}get_operation\0\u{3}list_workers\0\u{1}watch\0\u{1}unwatch\0\u{1}wait\0\u{1}heartbeat\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}request_id\0\u{1}submit\0\u{1}cancel\0\u{3}set_queue\0\u{3}set_priority\0\u{3}add_dependency\0\u{3}remove_dependency\0\u{3}list_queues\0\u{3}list_jobs\0\u{3}get_job\0\u{3}list_operations\0\u{3}get_operation\0\u{3}list_workers\0\u{1}watch\0\u{1}unwatch\0\u{1}wait\0\u{1}heartbeat\0\u{1}prune\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -4424,6 +4505,19 @@ nonisolated extension Opq_V1_ClientRequest: SwiftProtobuf.Message, SwiftProtobuf
           self.body = .heartbeat(v)
         }
       }()
+      case 18: try {
+        var v: Opq_V1_Prune?
+        var hadOneofValue = false
+        if let current = self.body {
+          hadOneofValue = true
+          if case .prune(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.body = .prune(v)
+        }
+      }()
       default: break
       }
     }
@@ -4502,6 +4596,10 @@ nonisolated extension Opq_V1_ClientRequest: SwiftProtobuf.Message, SwiftProtobuf
       guard case .heartbeat(let v)? = self.body else { preconditionFailure() }
       try visitor.visitSingularMessageField(value: v, fieldNumber: 17)
     }()
+    case .prune?: try {
+      guard case .prune(let v)? = self.body else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 18)
+    }()
     case nil: break
     }
     try unknownFields.traverse(visitor: &visitor)
@@ -4510,6 +4608,40 @@ nonisolated extension Opq_V1_ClientRequest: SwiftProtobuf.Message, SwiftProtobuf
   public static func ==(lhs: Opq_V1_ClientRequest, rhs: Opq_V1_ClientRequest) -> Bool {
     if lhs.requestID != rhs.requestID {return false}
     if lhs.body != rhs.body {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Opq_V1_Prune: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".Prune"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}older_than_seconds\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularDoubleField(value: &self._olderThanSeconds) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    // The use of inline closures is to circumvent an issue where the compiler
+    // allocates stack space for every if/case branch local when no optimizations
+    // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+    // https://github.com/apple/swift-protobuf/issues/1182
+    try { if let v = self._olderThanSeconds {
+      try visitor.visitSingularDoubleField(value: v, fieldNumber: 1)
+    } }()
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Opq_V1_Prune, rhs: Opq_V1_Prune) -> Bool {
+    if lhs._olderThanSeconds != rhs._olderThanSeconds {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -5323,7 +5455,7 @@ nonisolated extension Opq_V1_CoordinatorToClient: SwiftProtobuf.Message, SwiftPr
 
 nonisolated extension Opq_V1_Reply: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".Reply"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}request_id\0\u{1}error\0\u{1}done\0\u{1}submitted\0\u{1}cancelled\0\u{1}dependency\0\u{1}queues\0\u{1}jobs\0\u{1}job\0\u{1}operations\0\u{1}operation\0\u{1}workers\0\u{1}watching\0\u{1}waited\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}request_id\0\u{1}error\0\u{1}done\0\u{1}submitted\0\u{1}cancelled\0\u{1}dependency\0\u{1}queues\0\u{1}jobs\0\u{1}job\0\u{1}operations\0\u{1}operation\0\u{1}workers\0\u{1}watching\0\u{1}waited\0\u{1}pruned\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -5501,6 +5633,19 @@ nonisolated extension Opq_V1_Reply: SwiftProtobuf.Message, SwiftProtobuf._Messag
           self.result = .waited(v)
         }
       }()
+      case 15: try {
+        var v: Opq_V1_Pruned?
+        var hadOneofValue = false
+        if let current = self.result {
+          hadOneofValue = true
+          if case .pruned(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.result = .pruned(v)
+        }
+      }()
       default: break
       }
     }
@@ -5567,6 +5712,10 @@ nonisolated extension Opq_V1_Reply: SwiftProtobuf.Message, SwiftProtobuf._Messag
       guard case .waited(let v)? = self.result else { preconditionFailure() }
       try visitor.visitSingularMessageField(value: v, fieldNumber: 14)
     }()
+    case .pruned?: try {
+      guard case .pruned(let v)? = self.result else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 15)
+    }()
     case nil: break
     }
     try unknownFields.traverse(visitor: &visitor)
@@ -5575,6 +5724,41 @@ nonisolated extension Opq_V1_Reply: SwiftProtobuf.Message, SwiftProtobuf._Messag
   public static func ==(lhs: Opq_V1_Reply, rhs: Opq_V1_Reply) -> Bool {
     if lhs.requestID != rhs.requestID {return false}
     if lhs.result != rhs.result {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Opq_V1_Pruned: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".Pruned"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}jobs\0\u{1}operations\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeRepeatedUInt64Field(value: &self.jobs) }()
+      case 2: try { try decoder.decodeSingularUInt64Field(value: &self.operations) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.jobs.isEmpty {
+      try visitor.visitPackedUInt64Field(value: self.jobs, fieldNumber: 1)
+    }
+    if self.operations != 0 {
+      try visitor.visitSingularUInt64Field(value: self.operations, fieldNumber: 2)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Opq_V1_Pruned, rhs: Opq_V1_Pruned) -> Bool {
+    if lhs.jobs != rhs.jobs {return false}
+    if lhs.operations != rhs.operations {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

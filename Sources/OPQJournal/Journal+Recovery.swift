@@ -1,0 +1,70 @@
+import OPQCore
+
+/// What recovery found besides the core's state.
+public struct RecoveredState: Sendable {
+    /// Entries replayed.
+    public var entries = 0
+    /// Receipts of submissions that carried an idempotency key, by key.
+    public var receipts: [String: SubmissionReceipt] = [:]
+    /// When each finished job finished (seconds since 1970), for `opq prune --older-than`.
+    public var jobFinishedAt: [JobID: Double] = [:]
+}
+
+extension Journal {
+    /// Replays every entry, oldest first, into `core` (a fresh core that no worker joined yet); see
+    /// `Scheduler+Recovery` for how. The effects of the replay are dropped: they happened before.
+    /// An entry that cannot be applied is ``JournalError/inconsistent(path:record:problem:)``.
+    public func recover(into core: inout Scheduler) throws -> RecoveredState {
+        var state = RecoveredState()
+        let time: Timestamp = 0
+        try forEachEntry { seq, entry in
+            do {
+                try Journal.apply(entry, to: &core, state: &state, at: time)
+            } catch let error as JournalError {
+                throw error
+            } catch {
+                throw JournalError.inconsistent(path: path, record: seq, problem: "\(entry): \(error)")
+            }
+            state.entries += 1
+            if core.effects.count > 4_096 { _ = core.takeEffects() }
+        }
+        _ = core.takeEffects()
+        return state
+    }
+
+    private static func apply(_ entry: JournalEntry, to core: inout Scheduler, state: inout RecoveredState, at time: Timestamp) throws {
+        switch entry {
+        case let .submitted(receipt, submission, key):
+            let replayed = try core.submit(submission, at: time)
+            guard replayed == receipt else { throw ReplayMismatch(expected: "\(receipt.job)", got: "\(replayed.job)") }
+            if !key.isEmpty { state.receipts[key] = receipt }
+        case .cancelled(let ids):
+            try core.restoreCancel(ids, at: time)
+        case let .queueSettings(queue, max, suspended):
+            try core.configure(queue: queue, QueueSettings(maxConcurrent: max, isSuspended: suspended), at: time)
+        case let .priority(id, priority):
+            try core.setPriority(priority, of: id, at: time)
+        case let .dependency(id, on, added):
+            if added { try core.addDependency(id, on: on, at: time) } else { try core.removeDependency(id, on: on, at: time) }
+        case let .attempt(id, attempt, worker):
+            try core.restoreAttempt(id, attempt: attempt, worker: worker, at: time)
+        case let .retry(id, reason):
+            try core.restoreRetry(id, reason: reason, at: time)
+        case .requeue(let id):
+            try core.restoreRequeue(id, at: time)
+        case let .finished(id, outcome, reason):
+            try core.restoreFinish(id, outcome: outcome, reason: reason, at: time)
+        case let .jobFinished(job, finishedAt):
+            state.jobFinishedAt[job] = finishedAt
+        case .pruned(let pruned):
+            try core.restorePruned(pruned)
+        }
+    }
+}
+
+/// A replayed submission got other ids than the journal recorded.
+struct ReplayMismatch: Error, CustomStringConvertible {
+    let expected: String
+    let got: String
+    var description: String { "the submission was recorded as \(expected) but replays as \(got)" }
+}

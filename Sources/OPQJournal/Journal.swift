@@ -1,0 +1,278 @@
+import Foundation
+import GRDB
+import OPQCore
+
+/// The coordinator's journal: an append-only log of ``JournalEntry``s in SQLite (WAL mode), plus the
+/// output tails of finished operations (SEMANTICS §10, DESIGN.md "Durability").
+///
+/// Group commit: the coordinator ``append(_:)``s a loop turn's entries, then ``commit()``s them in one
+/// transaction before it sends any acknowledgement or dispatch of that turn. A commit stores its entries
+/// as one row (`journal(seq, entries)`, the entries in a compact binary form, see `JournalEntry.swift`):
+/// at tens of thousands of operations a second, a row per entry cost the coordinator more than all its
+/// other work per operation; a row per turn costs it about a microsecond. Sync level:
+/// ``Sync/processCrash`` (`synchronous=NORMAL`: a committed turn survives a crash or `kill -9` of the
+/// process; the last turns before a power loss may not) or ``Sync/powerLoss`` (`synchronous=FULL`: every
+/// commit is fsynced).
+///
+/// Used by one thread at a time (the coordinator's loop).
+public final class Journal {
+    /// How hard a commit pushes to stable storage.
+    public enum Sync: String, Sendable, CaseIterable {
+        /// Durable against a crash of the process (the default).
+        case processCrash = "normal"
+        /// Durable against power loss: fsync on every commit.
+        case powerLoss = "always"
+    }
+
+    /// `'opq1'`: marks the file as an opq journal.
+    static let applicationID: Int32 = 0x6F70_7131
+    /// The schema this code writes.
+    static let schemaVersion = 1
+
+    /// The journal file.
+    public let path: String
+    private let database: DatabaseQueue
+    private var pending = EntryWriter()
+    private var pendingOutputs: [(OperationID, OperationOutput)] = []
+    /// An entry that could not be encoded: the next commit fails with it.
+    private var encodingProblem: String?
+
+    /// Opens (or creates) the journal at `path`. A file that is not an opq journal, is damaged, is locked
+    /// by another process or cannot be read is an error — never replaced by an empty journal.
+    public init(path: String, sync: Sync = .processCrash) throws(JournalError) {
+        self.path = path
+        var configuration = Configuration()
+        configuration.label = "opq.journal"
+        configuration.busyMode = .immediateError
+        configuration.prepareDatabase { db in
+            try db.execute(sql: "PRAGMA synchronous = \(sync == .powerLoss ? "FULL" : "NORMAL")")
+        }
+        do {
+            database = try DatabaseQueue(path: path, configuration: configuration)
+            try database.writeWithoutTransaction { db in try Journal.prepareSchema(db, path: path) }
+        } catch let error as JournalError {
+            throw error
+        } catch {
+            throw JournalError.reading(error, path: path)
+        }
+    }
+
+    /// Checks the file's identity and version, creating the schema in an empty file.
+    private static func prepareSchema(_ db: Database, path: String) throws {
+        let application = try Int32.fetchOne(db, sql: "PRAGMA application_id") ?? 0
+        let version = try Int.fetchOne(db, sql: "PRAGMA user_version") ?? 0
+        let tables = try Int.fetchOne(db, sql: "SELECT count(*) FROM sqlite_master") ?? 0
+        if application == 0 && version == 0 && tables == 0 {
+            try db.inTransaction {
+                try db.execute(sql: """
+                    CREATE TABLE journal (seq INTEGER PRIMARY KEY, entries BLOB NOT NULL);
+                    CREATE TABLE outputs (
+                        operation INTEGER PRIMARY KEY, exit_code INTEGER, signal INTEGER, duration REAL NOT NULL,
+                        stdout BLOB NOT NULL, stdout_total INTEGER NOT NULL, stderr BLOB NOT NULL,
+                        stderr_total INTEGER NOT NULL, message TEXT NOT NULL);
+                    PRAGMA application_id = \(applicationID);
+                    PRAGMA user_version = \(schemaVersion);
+                    """)
+                return .commit
+            }
+            try enableWAL(db, path: path)
+            return
+        }
+        guard application == applicationID else {
+            throw JournalError.corrupt(path: path, problem: "not an opq journal (SQLite application_id \(application))")
+        }
+        guard version <= schemaVersion else { throw JournalError.newerSchema(path: path, version: version) }
+        let journal = try Int.fetchOne(db, sql: "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN ('journal', 'outputs')")
+        guard journal == 2 else { throw JournalError.corrupt(path: path, problem: "its tables are missing") }
+        try enableWAL(db, path: path)
+    }
+
+    /// WAL mode, set only once the file is known to be an opq journal (it rewrites the file's header).
+    private static func enableWAL(_ db: Database, path: String) throws {
+        let mode = try String.fetchOne(db, sql: "PRAGMA journal_mode = WAL")
+        guard mode?.lowercased() == "wal" else {
+            throw JournalError.unreadable(path: path, problem: "SQLite cannot use WAL mode here (journal_mode \(mode ?? "?"))")
+        }
+    }
+
+    // MARK: - Writing
+
+    /// Queues `entry` for the next ``commit()`` (which fails if the entry cannot be encoded).
+    public func append(_ entry: JournalEntry) {
+        do {
+            try entry.encode(into: &pending)
+        } catch {
+            encodingProblem = encodingProblem ?? "cannot encode \(entry): \(error)"
+        }
+    }
+
+    /// Queues the output of `operation`'s last report (replacing an earlier one) for the next commit.
+    public func append(output: OperationOutput, of operation: OperationID) {
+        pendingOutputs.append((operation, output))
+    }
+
+    /// Whether anything waits for ``commit()``.
+    public var hasPending: Bool { !pending.isEmpty || !pendingOutputs.isEmpty || encodingProblem != nil }
+
+    /// Writes everything queued in one transaction. When it returns, the entries survive a crash of the
+    /// process (and, with ``Sync/powerLoss``, of the machine).
+    public func commit() throws(JournalError) {
+        guard hasPending else { return }
+        if let encodingProblem { throw .writeFailed(path: path, problem: encodingProblem) }
+        do {
+            try database.writeWithoutTransaction { db in
+                try db.inTransaction {
+                    try write(db)
+                    return .commit
+                }
+            }
+        } catch {
+            throw .writeFailed(path: path, problem: "\(error)")
+        }
+        pending.reset()
+        pendingOutputs.removeAll(keepingCapacity: true)
+    }
+
+    private func write(_ db: Database) throws {
+        if !pending.isEmpty {
+            let insert = try db.cachedStatement(sql: "INSERT INTO journal (entries) VALUES (?)")
+            insert.setUncheckedArguments([Data(pending.buffer)])
+            try insert.execute()
+        }
+        if !pendingOutputs.isEmpty {
+            let insert = try db.cachedStatement(sql: """
+                INSERT OR REPLACE INTO outputs (operation, exit_code, signal, duration, stdout, stdout_total, stderr, stderr_total, message)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+                """)
+            for (id, output) in pendingOutputs {
+                insert.setUncheckedArguments([
+                    Int64(id.rawValue), output.exitCode.map { Int64($0) }, output.signal.map { Int64($0) }, output.duration,
+                    Data(output.stdout), Int64(clamping: output.stdoutTotal), Data(output.stderr),
+                    Int64(clamping: output.stderrTotal), output.errorMessage,
+                ])
+                try insert.execute()
+            }
+        }
+    }
+
+    // MARK: - Reading
+
+    /// Calls `body` with every entry, oldest first, and the sequence number of the commit that wrote it.
+    public func forEachEntry(_ body: (Int64, JournalEntry) throws -> Void) throws {
+        try read { db in try forEachEntry(db, body) }
+    }
+
+    private func forEachEntry(_ db: Database, _ body: (Int64, JournalEntry) throws -> Void) throws {
+        let rows = try Row.fetchCursor(db, sql: "SELECT seq, entries FROM journal ORDER BY seq")
+        while let row = try rows.next() {
+            let seq: Int64 = row[0]
+            let data: Data = row[1]
+            var reader = EntryReader([UInt8](data))
+            while !reader.isAtEnd {
+                let entry: JournalEntry
+                do {
+                    entry = try JournalEntry.decode(from: &reader)
+                } catch {
+                    throw JournalError.corrupt(path: path, problem: "commit \(seq): \(error)")
+                }
+                try body(seq, entry)
+            }
+        }
+    }
+
+    /// Calls `body` with every kept output.
+    public func forEachOutput(_ body: (OperationID, OperationOutput) throws -> Void) throws {
+        try read { db in
+            let rows = try Row.fetchCursor(db, sql: """
+                SELECT operation, exit_code, signal, duration, stdout, stdout_total, stderr, stderr_total, message FROM outputs ORDER BY rowid
+                """)
+            while let row = try rows.next() {
+                let stdout: Data = row[4], stderr: Data = row[6]
+                let exit: Int64? = row[1], signal: Int64? = row[2]
+                try body(OperationID(UInt64(bitPattern: row[0])), OperationOutput(
+                    exitCode: exit.map { Int32(truncatingIfNeeded: $0) }, signal: signal.map { Int32(truncatingIfNeeded: $0) },
+                    duration: row[3], stdout: [UInt8](stdout), stdoutTotal: UInt64(max(0, row[5] as Int64)),
+                    stderr: [UInt8](stderr), stderrTotal: UInt64(max(0, row[7] as Int64)), errorMessage: row[8]))
+            }
+        }
+    }
+
+    /// Runs a read, mapping SQLite errors to ``JournalError``.
+    private func read(_ body: (Database) throws -> Void) throws {
+        do {
+            try database.read(body)
+        } catch let error as JournalError {
+            throw error
+        } catch {
+            throw JournalError.reading(error, path: path)
+        }
+    }
+
+    // MARK: - Pruning
+
+    /// Removes the records of finished jobs, keeping for each only its id range and outcomes (a
+    /// ``JournalEntry/pruned(_:)`` entry in place of its submission, so replay gives later jobs the same
+    /// ids). Commits what is queued first, then rewrites the journal, compacted, in one transaction, and
+    /// vacuums the file. Measured: 0.55 s for a journal of 300,000 finished operations (17 MB → 2 records).
+    /// - Complexity: O(journal size): pruning is a compaction.
+    public func prune(_ jobs: [Scheduler.PrunedJob]) throws(JournalError) {
+        guard !jobs.isEmpty else { return }
+        try commit()
+        let byJob = Dictionary(jobs.map { ($0.job, $0) }, uniquingKeysWith: { first, _ in first })
+        let ranges = jobs.filter { !$0.outcomes.isEmpty }
+            .map { (first: $0.first.rawValue, last: $0.first.rawValue + UInt64($0.outcomes.count) - 1) }
+            .sorted { $0.first < $1.first }
+        func isPruned(_ id: OperationID) -> Bool {
+            var low = 0, high = ranges.count
+            while low < high {
+                let mid = (low + high) / 2
+                if ranges[mid].last < id.rawValue { low = mid + 1 } else { high = mid }
+            }
+            return low < ranges.count && ranges[low].first <= id.rawValue
+        }
+        do {
+            try database.writeWithoutTransaction { db in
+                try db.inTransaction {
+                    var chunks: [[UInt8]] = []
+                    var chunk = EntryWriter()
+                    try forEachEntry(db) { _, entry in
+                        var kept = entry
+                        switch entry {
+                        case .submitted(let receipt, _, _):
+                            if let pruned = byJob[receipt.job] { kept = .pruned(pruned) }
+                        case .jobFinished(let job, _):
+                            if byJob[job] != nil { return }
+                        default:
+                            if let id = entry.operation, isPruned(id) { return }
+                        }
+                        try kept.encode(into: &chunk)
+                        if chunk.buffer.count >= 4 << 20 {
+                            chunks.append(chunk.buffer)
+                            chunk.reset()
+                        }
+                    }
+                    if !chunk.isEmpty { chunks.append(chunk.buffer) }
+                    try db.execute(sql: "DELETE FROM journal")
+                    let insert = try db.cachedStatement(sql: "INSERT INTO journal (entries) VALUES (?)")
+                    for bytes in chunks {
+                        insert.setUncheckedArguments([Data(bytes)])
+                        try insert.execute()
+                    }
+                    let delete = try db.cachedStatement(sql: "DELETE FROM outputs WHERE operation BETWEEN ? AND ?")
+                    for range in ranges {
+                        delete.setUncheckedArguments([Int64(range.first), Int64(range.last)])
+                        try delete.execute()
+                    }
+                    return .commit
+                }
+                // Give the freed pages back to the file system (SQLite would reuse them anyway).
+                try db.execute(sql: "VACUUM")
+                try db.execute(sql: "PRAGMA wal_checkpoint(TRUNCATE)")
+            }
+        } catch let error as JournalError {
+            throw error
+        } catch {
+            throw .writeFailed(path: path, problem: "\(error)")
+        }
+    }
+}

@@ -1,0 +1,216 @@
+import Foundation
+import OPQCore
+import OPQWire
+
+/// One journaled change. The client requests are the core's ``JournalRecord``s; the rest is what the
+/// workers caused, as the core's events showed it (an attempt given, a retry, a requeue, a finish).
+public enum JournalEntry: Sendable {
+    /// An accepted submission with the ids it was given, and its idempotency key (empty = none).
+    case submitted(SubmissionReceipt, Submission, key: String)
+    /// A cancel of one operation, or the snapshot of a cancel-all.
+    case cancelled([OperationID])
+    /// A queue's settings after a change.
+    case queueSettings(queue: String, maxConcurrent: Int, isSuspended: Bool)
+    /// A priority change.
+    case priority(OperationID, QueuePriority)
+    /// A dependency added or removed.
+    case dependency(OperationID, on: OperationID, added: Bool)
+    /// An attempt went to a worker (dispatched, or adopted back after a reconnect).
+    case attempt(OperationID, attempt: Int, worker: WorkerID)
+    /// An attempt failed and the operation waits for a retry.
+    case retry(OperationID, reason: FinishReason)
+    /// An attempt went back to `ready`: its worker left or was lost.
+    case requeue(OperationID)
+    /// The operation finished.
+    case finished(OperationID, Outcome, FinishReason)
+    /// Every operation of the job has finished, at `time` (seconds since 1970).
+    case jobFinished(JobID, time: Double)
+    /// The job was pruned: only its id range and outcomes are kept, so ids are never reused.
+    case pruned(Scheduler.PrunedJob)
+
+    /// The entry for one of the core's effects, or nil when the effect changes nothing durable: the
+    /// core's journal records, and the events that show what workers caused (an attempt dispatched, a
+    /// failed attempt waiting for its retry, an attempt requeued, a finish). `key` is the idempotency key
+    /// of a submission; `time` (seconds since 1970) stamps a finished job.
+    public init?(_ effect: Effect, key: String = "", time: Double) {
+        switch effect {
+        case .journal(let record):
+            self.init(record, key: key)
+        case .notify(let event):
+            switch event.state {
+            case .dispatched:
+                guard let worker = event.worker else { return nil }
+                self = .attempt(event.operation, attempt: event.attempt, worker: worker)
+            case .finished:
+                self = .finished(event.operation, event.outcome ?? .succeeded, event.reason ?? .completed)
+            case .pending where event.retryAt != nil:
+                self = .retry(event.operation, reason: event.reason ?? .exitStatus)
+            case .ready where event.reason == .lostWorker:
+                self = .requeue(event.operation)
+            case .pending, .ready, .executing:
+                return nil
+            }
+        case .jobFinished(let job):
+            self = .jobFinished(job, time: time)
+        case .dispatch, .kill:
+            return nil
+        }
+    }
+
+    /// The core's journal record as an entry (`key` for a submission).
+    public init(_ record: JournalRecord, key: String = "") {
+        switch record {
+        case let .submitted(receipt, submission): self = .submitted(receipt, submission, key: key)
+        case let .cancelled(ids): self = .cancelled(ids)
+        case let .queueSettings(queue, max, suspended): self = .queueSettings(queue: queue, maxConcurrent: max, isSuspended: suspended)
+        case let .priority(id, priority): self = .priority(id, priority)
+        case let .dependency(id, on, added): self = .dependency(id, on: on, added: added)
+        case let .adopted(id, attempt, worker): self = .attempt(id, attempt: attempt, worker: worker)
+        }
+    }
+}
+
+/// The kind byte that starts an encoded entry.
+enum EntryKind: UInt8 {
+    case submitted = 1, cancelled, queueSettings, priority, dependency, attempt, retry, requeue, finished, jobFinished, pruned
+}
+
+extension JournalEntry {
+    /// Appends the entry's binary form to `out`: a kind byte, then its fields (unsigned LEB128 varints,
+    /// zig-zag for signed values, length-prefixed bytes and text, 8-byte doubles).
+    func encode(into out: inout EntryWriter) throws {
+        switch self {
+        case let .submitted(receipt, submission, key):
+            out.kind(.submitted)
+            out.varint(receipt.job.rawValue)
+            out.varint(receipt.operations.first?.rawValue ?? 0)
+            out.varint(UInt64(receipt.operations.count))
+            out.text(key)
+            out.bytes(try Opq_V1_Submit(submission, idempotencyKey: key).serializedBytes())
+        case .cancelled(let ids):
+            out.kind(.cancelled)
+            out.varint(UInt64(ids.count))
+            for id in ids { out.varint(id.rawValue) }
+        case let .queueSettings(queue, max, suspended):
+            out.kind(.queueSettings)
+            out.text(queue)
+            out.signed(Int64(max))
+            out.flag(suspended)
+        case let .priority(id, priority):
+            out.kind(.priority)
+            out.varint(id.rawValue)
+            out.signed(Int64(priority.rawValue))
+        case let .dependency(id, on, added):
+            out.kind(.dependency)
+            out.varint(id.rawValue)
+            out.varint(on.rawValue)
+            out.flag(added)
+        case let .attempt(id, attempt, worker):
+            out.kind(.attempt)
+            out.varint(id.rawValue)
+            out.varint(UInt64(max(0, attempt)))
+            out.text(worker.name)
+        case let .retry(id, reason):
+            out.kind(.retry)
+            out.varint(id.rawValue)
+            out.byte(reason.rawValue)
+        case .requeue(let id):
+            out.kind(.requeue)
+            out.varint(id.rawValue)
+        case let .finished(id, outcome, reason):
+            out.kind(.finished)
+            out.varint(id.rawValue)
+            out.byte(outcome.rawValue)
+            out.byte(reason.rawValue)
+        case let .jobFinished(job, time):
+            out.kind(.jobFinished)
+            out.varint(job.rawValue)
+            out.double(time)
+        case .pruned(let pruned):
+            out.kind(.pruned)
+            out.varint(pruned.job.rawValue)
+            out.varint(pruned.first.rawValue)
+            out.bytes(pruned.outcomes.map(\.rawValue))
+        }
+    }
+
+    /// Reads the next entry from `input`.
+    static func decode(from input: inout EntryReader) throws(DecodeProblem) -> JournalEntry {
+        let kindByte = try input.byte()
+        guard let kind = EntryKind(rawValue: kindByte) else { throw DecodeProblem("unknown record kind \(kindByte)") }
+        func op() throws(DecodeProblem) -> OperationID { OperationID(try input.varint()) }
+        switch kind {
+        case .submitted:
+            let job = JobID(try input.varint())
+            let first = try input.varint()
+            let count = try input.varint()
+            let key = try input.text()
+            let bytes = try input.bytes()
+            guard count < 1 << 40, let submit = try? Opq_V1_Submit(serializedBytes: bytes) else {
+                throw DecodeProblem("a submission that does not decode")
+            }
+            let receipt = SubmissionReceipt(job: job, operations: (0..<count).map { OperationID(first + $0) })
+            return .submitted(receipt, Submission(submit), key: key)
+        case .cancelled:
+            let count = try input.varint()
+            guard count <= UInt64(input.remaining) else { throw DecodeProblem("a cancel with a malformed id list") }
+            var ids: [OperationID] = []
+            ids.reserveCapacity(Int(count))
+            for _ in 0..<count { ids.append(try op()) }
+            return .cancelled(ids)
+        case .queueSettings:
+            let queue = try input.text()
+            let max = try input.signed()
+            return .queueSettings(queue: queue, maxConcurrent: Int(truncatingIfNeeded: max), isSuspended: try input.flag())
+        case .priority:
+            let id = try op()
+            let raw = try input.signed()
+            guard let priority = QueuePriority(rawValue: Int8(truncatingIfNeeded: raw)) else { throw DecodeProblem("unknown priority \(raw)") }
+            return .priority(id, priority)
+        case .dependency:
+            let id = try op()
+            let on = try op()
+            return .dependency(id, on: on, added: try input.flag())
+        case .attempt:
+            let id = try op()
+            let attempt = try input.varint()
+            return .attempt(id, attempt: Int(truncatingIfNeeded: attempt), worker: WorkerID(try input.text()))
+        case .retry:
+            let id = try op()
+            let raw = try input.byte()
+            guard let reason = FinishReason(rawValue: raw) else { throw DecodeProblem("unknown reason \(raw)") }
+            return .retry(id, reason: reason)
+        case .requeue:
+            return .requeue(try op())
+        case .finished:
+            let id = try op()
+            let outcomeByte = try input.byte()
+            let reasonByte = try input.byte()
+            guard let outcome = Outcome(rawValue: outcomeByte), let reason = FinishReason(rawValue: reasonByte) else {
+                throw DecodeProblem("unknown outcome \(outcomeByte) or reason \(reasonByte)")
+            }
+            return .finished(id, outcome, reason)
+        case .jobFinished:
+            let job = JobID(try input.varint())
+            return .jobFinished(job, time: try input.double())
+        case .pruned:
+            let job = JobID(try input.varint())
+            let first = try op()
+            let raw = try input.bytes()
+            let outcomes = raw.compactMap(Outcome.init(rawValue:))
+            guard outcomes.count == raw.count else { throw DecodeProblem("a pruned job with malformed outcomes") }
+            return .pruned(Scheduler.PrunedJob(job: job, first: first, outcomes: outcomes))
+        }
+    }
+
+    /// The operation a per-operation entry is about (what pruning drops with its job), else nil.
+    var operation: OperationID? {
+        switch self {
+        case .priority(let id, _), .dependency(let id, _, _), .attempt(let id, _, _), .retry(let id, _), .requeue(let id),
+             .finished(let id, _, _):
+            id
+        case .submitted, .cancelled, .queueSettings, .jobFinished, .pruned:
+            nil
+        }
+    }
+}

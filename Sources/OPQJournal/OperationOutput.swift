@@ -1,0 +1,46 @@
+/// What the last report of an operation said beyond its outcome: exit status, duration and the captured
+/// output tails. Journaled with the report that carried it when ``isWorthJournaling``.
+public struct OperationOutput: Sendable, Equatable {
+    /// A command's exit status.
+    public var exitCode: Int32?
+    /// The signal that ended a command.
+    public var signal: Int32?
+    /// Seconds the attempt ran.
+    public var duration: Double
+    /// The kept tail of standard output (a handler's result).
+    public var stdout: [UInt8]
+    /// Bytes written to standard output in all.
+    public var stdoutTotal: UInt64
+    /// The kept tail of standard error.
+    public var stderr: [UInt8]
+    /// Bytes written to standard error in all.
+    public var stderrTotal: UInt64
+    /// Why the attempt failed, in words (empty on success).
+    public var errorMessage: String
+
+    /// Creates an output record.
+
+    public init(exitCode: Int32?, signal: Int32?, duration: Double, stdout: [UInt8], stdoutTotal: UInt64,
+                stderr: [UInt8], stderrTotal: UInt64, errorMessage: String) {
+        self.exitCode = exitCode
+        self.signal = signal
+        self.duration = duration
+        self.stdout = stdout
+        self.stdoutTotal = stdoutTotal
+        self.stderr = stderr
+        self.stderrTotal = stderrTotal
+        self.errorMessage = errorMessage
+    }
+
+    /// Nothing worth keeping: no exit status, no output, no message (a handler's plain success).
+    public var isBare: Bool {
+        exitCode == nil && signal == nil && stdout.isEmpty && stderr.isEmpty && errorMessage.isEmpty
+    }
+
+    /// Worth journaling: some output or message, or an exit other than a clean 0. (A silent success is
+    /// the common case at tens of thousands a second; after a restart it shows its outcome without
+    /// an exit status and duration.)
+    public var isWorthJournaling: Bool {
+        !stdout.isEmpty || !stderr.isEmpty || !errorMessage.isEmpty || signal != nil || (exitCode ?? 0) != 0
+    }
+}

@@ -1,0 +1,210 @@
+import Foundation
+import OPQCore
+import OPQJournal
+import Testing
+
+/// A scratch state directory, removed by ``remove()``.
+struct ScratchState {
+    let path: String
+    init() throws {
+        path = FileManager.default.temporaryDirectory.appendingPathComponent("opq-journal-\(UUID().uuidString.prefix(8))").path
+        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+    }
+    var journalPath: String { path + "/journal.sqlite" }
+    func remove() { try? FileManager.default.removeItem(atPath: path) }
+}
+
+/// A core whose effects are journaled as the coordinator journals them, one commit per step.
+struct JournaledCore {
+    var core = Scheduler()
+    let journal: Journal
+    var time: Timestamp = 1
+
+    mutating func step(_ body: (inout Scheduler, Timestamp) throws -> Void) throws {
+        time += 1
+        try body(&core, time)
+        for effect in core.takeEffects() {
+            if let entry = JournalEntry(effect, time: 1_000 + time) { journal.append(entry) }
+        }
+        try journal.commit()
+    }
+}
+
+/// What recovery must reproduce of one operation. An attempt in flight is compared as "in flight"
+/// (dispatched or executing), since a recovered one waits for its worker to say which.
+struct Observed: Equatable, CustomStringConvertible {
+    var state: String
+    var outcome: Outcome?
+    var attempt: Int
+    var isCancelled: Bool
+    var priority: QueuePriority
+    var dependencies: [OperationID]
+
+    init(_ snapshot: Scheduler.OperationSnapshot) {
+        state = snapshot.state == .dispatched || snapshot.state == .executing ? "in flight" : "\(snapshot.state)"
+        outcome = snapshot.outcome
+        attempt = snapshot.attempt
+        isCancelled = snapshot.isCancelled
+        priority = snapshot.priority
+        dependencies = snapshot.dependencies
+    }
+
+    var description: String { "\(state) \(outcome.map { "\($0)" } ?? "-") #\(attempt)\(isCancelled ? " cancelled" : "") \(priority) \(dependencies)" }
+}
+
+@Suite struct JournalTests {
+    func command(_ name: String) -> Work { .command(Command(["/bin/echo", name])) }
+
+    @Test func replayingTheJournalRebuildsQueuesGraphOutcomesAndAttempts() throws {
+        let scratch = try ScratchState()
+        defer { scratch.remove() }
+        var run = JournaledCore(journal: try Journal(path: scratch.journalPath))
+        var receipt: SubmissionReceipt!
+        try run.step { core, now in
+            receipt = try core.submit(Submission([
+                OperationSpec(name: "a", work: command("a")),
+                OperationSpec(name: "b", work: command("b"), dependencies: [.name("a")], retries: 2),
+                OperationSpec(name: "c", work: command("c"), dependencies: [.name("b")], requires: .success),
+                OperationSpec(name: "d", work: command("d")),
+                OperationSpec(name: "e", queue: "held", work: command("e")),
+                OperationSpec(name: "f", work: command("f"), dependencies: [.name("d")]),
+                OperationSpec(name: "g", work: .empty, dependencies: [.name("a")]),
+                OperationSpec(name: "h", work: command("h")),
+            ], queueSettings: [("held", QueueSettings(isSuspended: true))]), at: now)
+        }
+        let id = { (name: String) in receipt.operations[Int(name.unicodeScalars.first!.value - 97)] }
+        try run.step { core, now in core.workerJoined("w1", slots: 2, at: now) }  // a, d
+        try run.step { core, now in core.started(id("a"), attempt: 1, worker: "w1", at: now) }
+        try run.step { core, now in core.finished(id("a"), attempt: 1, worker: "w1", AttemptReport(.succeeded), at: now) }  // b
+        try run.step { core, now in core.finished(id("b"), attempt: 1, worker: "w1", AttemptReport(.failed, reason: .exitStatus, exitCode: 1), at: now) }
+        try run.step { core, now in try core.setPriority(.veryHigh, of: id("h"), at: now) }
+        try run.step { core, now in core.workerJoined("w2", slots: 1, at: now) }
+        try run.step { core, now in core.workerLost("w1", at: now) }  // d requeued
+        try run.step { core, now in try core.cancel(id("f"), at: now) }
+        try run.step { core, now in try core.addDependency(id("h"), on: id("e"), at: now) }
+        try run.step { core, now in core.tick(at: now + 10) }  // b's retry is due
+        try run.core.checkInvariants()
+
+        let journal = try Journal(path: scratch.journalPath)
+        var recovered = Scheduler()
+        let state = try journal.recover(into: &recovered)
+        try recovered.checkInvariants()
+        #expect(state.entries > 10)
+        recovered.tick(at: 1_000)  // the coordinator's first turn: retries whose backoff passed are due
+        try recovered.checkInvariants()
+        for operation in receipt.operations {
+            let original = try #require(run.core.operation(operation))
+            let replayed = try #require(recovered.operation(operation))
+            #expect(Observed(replayed) == Observed(original), "\(original.name)")
+        }
+        #expect(recovered.queue("held")?.isSuspended == true)
+        #expect(recovered.job(receipt.job)?.counts == run.core.job(receipt.job)?.counts)
+        // What was in flight waits for its worker (w2 held one attempt); w1 was lost, so nothing is its.
+        #expect(recovered.recoveringAttempts == run.core.workerSnapshots.reduce(0) { $0 + $1.operations.count })
+    }
+
+    @Test func aRecoveredAttemptStaysWithItsWorkerOrGetsANewAttempt() throws {
+        let scratch = try ScratchState()
+        defer { scratch.remove() }
+        var run = JournaledCore(journal: try Journal(path: scratch.journalPath))
+        var receipt: SubmissionReceipt!
+        try run.step { core, now in
+            receipt = try core.submit(Submission([OperationSpec(name: "kept", work: command("kept")),
+                                                  OperationSpec(name: "gone", work: command("gone"))]), at: now)
+        }
+        try run.step { core, now in core.workerJoined("w1", slots: 2, at: now) }
+        let kept = receipt.operations[0], gone = receipt.operations[1]
+
+        var recovered = Scheduler()
+        _ = try Journal(path: scratch.journalPath).recover(into: &recovered)
+        #expect(recovered.recoveringAttempts == 2)
+        recovered.workerJoined("w1", slots: 2, holding: [.init(kept, attempt: 1)], at: 100)
+        try recovered.checkInvariants()
+        #expect(recovered.recoveringAttempts == 0)
+        #expect(recovered.operation(kept)?.attempt == 1 && recovered.operation(kept)?.worker == "w1")
+        // The attempt w1 no longer holds went back to ready and was dispatched again as attempt 2.
+        #expect(recovered.operation(gone)?.attempt == 2)
+        #expect(recovered.takeEffects().contains { if case .dispatch(gone, 2, "w1") = $0 { true } else { false } })
+    }
+
+    @Test func theGracePeriodEndingGivesUnreportedAttemptsANewAttempt() throws {
+        let scratch = try ScratchState()
+        defer { scratch.remove() }
+        var run = JournaledCore(journal: try Journal(path: scratch.journalPath))
+        var receipt: SubmissionReceipt!
+        try run.step { core, now in receipt = try core.submit(Submission([OperationSpec(name: "x", work: command("x"))]), at: now) }
+        try run.step { core, now in core.workerJoined("w1", slots: 1, at: now) }
+        try run.step { core, now in try core.cancel(receipt.operations[0], at: now) }  // a kill was due
+
+        var recovered = Scheduler()
+        _ = try Journal(path: scratch.journalPath).recover(into: &recovered)
+        recovered.endRecovery(at: 50)
+        try recovered.checkInvariants()
+        // Cancelled while in flight and never reported again: it finishes cancelled, it does not run.
+        #expect(recovered.operation(receipt.operations[0])?.outcome == .cancelled)
+    }
+
+    @Test func idempotencyKeysAndPrunedJobsSurviveAReplay() throws {
+        let scratch = try ScratchState()
+        defer { scratch.remove() }
+        let journal = try Journal(path: scratch.journalPath)
+        var run = JournaledCore(journal: journal)
+        var first: SubmissionReceipt!
+        var second: SubmissionReceipt!
+        try run.step { core, now in first = try core.submit(Submission([OperationSpec(name: "a"), OperationSpec(name: "b")]), at: now) }
+        try run.step { core, now in
+            second = try core.submit(Submission([OperationSpec(name: "c", work: command("c"), dependencies: [.id(first.operations[1])])]), at: now)
+            core.takeEffects().forEach { effect in
+                if let entry = JournalEntry(effect, key: "key-2", time: 5) { journal.append(entry) }
+            }
+        }
+        let record = run.core.prune(job: first.job)
+        let pruned = try #require(record)
+        try journal.prune([pruned])
+
+        var recovered = Scheduler()
+        let state = try Journal(path: scratch.journalPath).recover(into: &recovered)
+        try recovered.checkInvariants()
+        #expect(state.receipts == ["key-2": second])
+        #expect(recovered.job(first.job) == nil && recovered.operation(first.operations[0]) == nil)
+        #expect(recovered.operation(second.operations[0])?.state == .ready)
+        let third = try recovered.submit(Submission([OperationSpec(name: "d")]), at: 10)
+        #expect(third.job.rawValue == second.job.rawValue + 1)
+    }
+
+    @Test func aFileThatIsNotAJournalIsRefusedAndLeftAlone() throws {
+        let scratch = try ScratchState()
+        defer { scratch.remove() }
+        let garbage = Data(repeating: 0x42, count: 4_096)
+        try garbage.write(to: URL(fileURLWithPath: scratch.journalPath))
+        #expect {
+            _ = try Journal(path: scratch.journalPath)
+        } throws: { error in
+            guard case .corrupt = error as? JournalError else { return false }
+            return "\(error)".contains("damaged or not an opq journal")
+        }
+        #expect(try Data(contentsOf: URL(fileURLWithPath: scratch.journalPath)) == garbage)
+    }
+
+    @Test func aSecondHolderOfTheStateDirectoryIsRefused() throws {
+        let scratch = try ScratchState()
+        defer { scratch.remove() }
+        let first = try StateDirectory(path: scratch.path)
+        // flock locks belong to the open file description: a second open in this process conflicts too.
+        #expect {
+            _ = try StateDirectory(path: scratch.path)
+        } throws: { error in
+            guard case .locked = error as? JournalError else { return false }
+            return "\(error)".contains("in use by another opq-coordinator")
+        }
+        first.unlock()
+        _ = try StateDirectory(path: scratch.path)
+    }
+
+    @Test func theDefaultStateDirectoryFollowsXDG() {
+        #expect(StateDirectory.defaultPath(environment: ["XDG_STATE_HOME": "/x/state", "HOME": "/home/u"]) == "/x/state/opq")
+        #expect(StateDirectory.defaultPath(environment: ["HOME": "/home/u"]) == "/home/u/.local/state/opq")
+        #expect(StateDirectory.defaultPath(environment: ["XDG_STATE_HOME": "relative", "HOME": "/home/u"]) == "/home/u/.local/state/opq")
+    }
+
+}
