@@ -9,15 +9,9 @@ import ZeroMQ
 /// real coordinator does only under load: a gap in the event sequence.
 @Suite(.serialized) struct ClientStreamTests {
     @Test func aGapInTheEventSequenceResubscribesFromTheLastEventApplied() throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("opq-stream-\(UUID().uuidString.prefix(8))")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let context = try Context()
-        defer { context.close() }
-        let router = try context.socket(.router)
-        defer { router.close() }
-        try router.set(.linger, 0)
-        let endpoint = try router.bind("ipc://\(directory.path)/clients.sock")
+        let scripted = try ScriptedRouter()
+        defer { scripted.close() }
+        let (router, endpoint) = (scripted.router, scripted.endpoint)
 
         // The client connects (on another thread: its init waits for the snapshot).
         let connected = Counter()
@@ -44,15 +38,9 @@ import ZeroMQ
     }
 
     @Test func aSubmitThatTimesOutIsSentAgainWithTheSameIdempotencyKey() throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("opq-retry-\(UUID().uuidString.prefix(8))")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let context = try Context()
-        defer { context.close() }
-        let router = try context.socket(.router)
-        defer { router.close() }
-        try router.set(.linger, 0)
-        let endpoint = try router.bind("ipc://\(directory.path)/clients.sock")
+        let scripted = try ScriptedRouter()
+        defer { scripted.close() }
+        let (router, endpoint) = (scripted.router, scripted.endpoint)
 
         let progress = Counter()
         let box = CoordinatorBox()
@@ -113,6 +101,29 @@ import ZeroMQ
         guard try poller.poll(timeout: 20_000) > 0, let frames = try router.receiveMultipart(flags: .dontWait) else { return nil }
         let (identity, request, _) = try Frames.decodeRouted(frames, as: Opq_V1_ClientRequest.self)
         return (identity, request)
+    }
+}
+
+/// The scripted coordinator's ROUTER socket, bound on ipc:// in a fresh directory; ``close()`` removes it.
+private struct ScriptedRouter {
+    let directory: URL
+    let context: Context
+    let router: Socket
+    let endpoint: String
+
+    init() throws {
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("opq-scripted-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        context = try Context()
+        router = try context.socket(.router)
+        try router.set(.linger, 0)
+        endpoint = try router.bind("ipc://\(directory.path)/clients.sock")
+    }
+
+    func close() {
+        router.close()
+        context.close()
+        try? FileManager.default.removeItem(at: directory)
     }
 }
 
