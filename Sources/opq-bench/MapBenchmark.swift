@@ -160,6 +160,10 @@ enum MapBenchmark {
         }
         target("xargs -P", report.ratioToXargs, 0.9)
         target("GNU parallel", report.ratioToParallel, 5)
+        if let xargs = report.tools[1].medianSeconds, let parallel = report.tools[2].medianSeconds {
+            // For scale: what the parallel target asks is relative to what xargs itself reaches here.
+            lines.append("  for scale: xargs -P is \(Format.fixed(parallel / xargs, 2))× GNU parallel on this machine")
+        }
         return lines.joined(separator: "\n")
     }
 }
