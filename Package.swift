@@ -51,10 +51,11 @@ let package = Package(
             exclude: ["opq.proto"]
         ),
         .target(name: "COPQSpawn"),
+        .target(name: "OPQSpawn", dependencies: ["COPQSpawn"]),
         .target(
             name: "OPQWorker",
             dependencies: [
-                "OPQCore", "OPQWire", "ZeroMQ", "COPQSpawn",
+                "OPQCore", "OPQWire", "ZeroMQ", "OPQSpawn",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -85,7 +86,7 @@ let package = Package(
         .executableTarget(
             name: "opq",
             dependencies: [
-                "OPQJobFile", "OPQClient", "OPQCore", "OPQWire",
+                "OPQJobFile", "OPQClient", "OPQCore", "OPQWire", "OPQSpawn",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -108,7 +109,7 @@ let package = Package(
         .executableTarget(
             name: "opq-bench",
             dependencies: [
-                "OPQClient", "OPQWire", "OPQCore",
+                "OPQClient", "OPQWire", "OPQCore", "OPQSpawn",
                 .product(name: "Histogram", package: "hdrhistogram-swift"),
             ]
         ),
@@ -125,11 +126,11 @@ let package = Package(
         .testTarget(name: "OPQWireTests", dependencies: ["OPQWire"]),
         .testTarget(name: "OPQWorkerTests", dependencies: ["OPQWorker"]),
         .testTarget(name: "OPQJobFileTests", dependencies: ["OPQJobFile", "OPQCore"]),
-        .testTarget(name: "OPQCLITests", dependencies: ["OPQCore"]),
+        .testTarget(name: "OPQCLITests", dependencies: ["OPQCore", "OPQSpawn"]),
         .testTarget(name: "OPQJournalTests", dependencies: ["OPQJournal", "OPQCore", "OPQWire"]),
         .testTarget(
             name: "OPQEndToEndTests",
-            dependencies: ["OPQClient", "OPQCore", "OPQWire", "OPQWorker", "ZeroMQ"]
+            dependencies: ["OPQClient", "OPQCore", "OPQWire", "OPQWorker", "OPQSpawn", "ZeroMQ"]
         ),
     ]
 )

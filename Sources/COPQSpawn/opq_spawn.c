@@ -40,8 +40,8 @@ __attribute__((noreturn)) static void child(const opq_spawn_request *r, pid_t pa
         if (getppid() != parent) { *failure = ESRCH; _exit(127); }
     }
     if (r->directory != NULL && chdir(r->directory) < 0) goto failed;
-    int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
-    if (null < 0 || move_descriptor(null, 0) < 0) goto failed;
+    int input = open(r->stdin_path != NULL ? r->stdin_path : "/dev/null", O_RDONLY | O_CLOEXEC);
+    if (input < 0 || move_descriptor(input, 0) < 0) goto failed;
     if (move_descriptor(r->stdout_fd, 1) < 0 || move_descriptor(r->stderr_fd, 2) < 0) goto failed;
     if (syscall(SYS_close_range, 3U, ~0U, 0U) < 0) {
         // Kernels before 5.9: the worker's own descriptors are close-on-exec anyway.

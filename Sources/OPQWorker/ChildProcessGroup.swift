@@ -1,4 +1,4 @@
-import COPQSpawn
+import OPQSpawn
 import Foundation
 import OPQCore
 #if canImport(Glibc)
@@ -103,8 +103,9 @@ final class ChildProcessGroup: @unchecked Sendable {
     /// Makes the worker a child subreaper once: orphaned descendants are re-parented to it rather than
     /// to init, so it can reap every member of an operation's process group.
     private static let subreaper: Result<Void, SystemError> = Result { () throws(SystemError) in
-        let result = opq_become_child_subreaper()
-        if result < 0 { throw SystemError(call: "prctl", errno: -result, detail: "PR_SET_CHILD_SUBREAPER") }
+        if case .failure(let failure) = ChildSpawn.becomeChildSubreaper() {
+            throw SystemError(call: "prctl", errno: failure.errno, detail: "PR_SET_CHILD_SUBREAPER")
+        }
     }
 
     private static func ensureSubreaper() throws(SystemError) { try subreaper.get() }

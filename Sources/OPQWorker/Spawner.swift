@@ -1,4 +1,4 @@
-import COPQSpawn
+import OPQSpawn
 import Foundation
 import OPQCore
 #if canImport(Glibc)
@@ -43,38 +43,22 @@ enum Spawner {
         guard let program = command.argv.first, !program.isEmpty else {
             throw SystemError(call: "execve", errno: ENOENT, detail: "the command's argv is empty")
         }
-        let executable = try resolve(program)
-        let argv = CStringArray(command.argv)
-        let envp = command.environment.isEmpty ? baseEnvironment : CStringArray(environment(adding: command.environment))
-        let pid = executable.withCString { path in
-            (command.workingDirectory ?? "").withCString { directory in
-                argv.pointers.withUnsafeBufferPointer { argvPointers in
-                    envp.pointers.withUnsafeBufferPointer { envpPointers in
-                        var request = opq_spawn_request(
-                            path: path, argv: argvPointers.baseAddress, envp: envpPointers.baseAddress,
-                            directory: command.workingDirectory == nil ? nil : directory,
-                            stdout_fd: stdout, stderr_fd: stderr, death_signal: SIGKILL)
-                        return opq_spawn(&request)
-                    }
-                }
-            }
-        }
-        guard pid > 0 else {
-            let detail = pid == -ENOENT && command.workingDirectory != nil
+        let environment = command.environment.isEmpty ? baseEnvironment : ChildSpawn.environment(adding: command.environment)
+        let spawned = ChildSpawn.spawn(try resolve(program), argv: CStringArray(command.argv), environment: environment,
+                                       directory: command.workingDirectory, stdout: stdout, stderr: stderr,
+                                       deathSignal: SIGKILL)
+        switch spawned {
+        case .success(let pid):
+            return pid
+        case .failure(let failure):
+            let detail = failure.errno == ENOENT && command.workingDirectory != nil
                 ? "running '\(program)' in '\(command.workingDirectory!)'" : "running '\(program)'"
-            throw SystemError(call: "execve", errno: -pid, detail: detail)
+            throw SystemError(call: "execve", errno: failure.errno, detail: detail)
         }
-        return pid
     }
 
-    /// The worker's environment as `KEY=value` strings, made once.
-    private static let baseEnvironment = CStringArray(environment(adding: [:]))
-
-    private static func environment(adding added: [String: String]) -> [String] {
-        var environment = ProcessInfo.processInfo.environment
-        environment.merge(added) { _, added in added }
-        return environment.map { "\($0.key)=\($0.value)" }
-    }
+    /// The worker's environment as `KEY=value` strings, made once (the hot path of every command).
+    private static let baseEnvironment = ChildSpawn.environment()
 }
 
 extension Spawner {
@@ -95,18 +79,5 @@ extension Spawner {
             if errno == EACCES { denied = true }
         }
         throw SystemError(call: "execve", errno: denied ? EACCES : ENOENT, detail: "running '\(program)'")
-    }
-}
-
-/// A NULL-terminated array of C strings that frees itself.
-private final class CStringArray: @unchecked Sendable {
-    let pointers: [UnsafeMutablePointer<CChar>?]
-
-    init(_ strings: [String]) {
-        pointers = strings.map { strdup($0) } + [nil]
-    }
-
-    deinit {
-        for pointer in pointers { free(pointer) }
     }
 }

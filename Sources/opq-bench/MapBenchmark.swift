@@ -1,4 +1,5 @@
 import Foundation
+import OPQSpawn
 
 /// `opq-bench map`: `opq map --local 2 -- true` over N lines of input, beside `xargs -P 2 -n 1 true` and
 /// GNU `parallel -j 2 true`, each run as a user would from a shell (standard input from a file, output
@@ -185,19 +186,18 @@ enum TimedCommand {
         guard let executable = find(argv[0]) else { throw ClusterBenchError("\(argv[0]) not found") }
         let errors = FileManager.default.temporaryDirectory.appendingPathComponent("opq-bench-map-\(getpid()).err").path
         defer { try? FileManager.default.removeItem(atPath: errors) }
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, input, O_RDONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 2, errors, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+        let output = open("/dev/null", O_WRONLY | O_CLOEXEC)
+        let errorLog = open(errors, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        defer { close(output); close(errorLog) }
+        guard output >= 0, errorLog >= 0 else { throw ClusterBenchError("cannot open \(errors): \(String(cString: strerror(errno)))") }
         let arguments = [executable] + argv.dropFirst()
-        let cArguments = arguments.map { strdup($0) } + [nil]
-        defer { for pointer in cArguments { free(pointer) } }
-        var pid: pid_t = 0
         let started = Clock.nanoseconds()
-        let result = posix_spawn(&pid, executable, &actions, nil, cArguments, environ)
-        guard result == 0 else { throw ClusterBenchError("cannot start \(executable): \(String(cString: strerror(result)))") }
+        let pid: pid_t
+        switch ChildSpawn.spawn(executable, arguments: Array(argv.dropFirst()), environment: ChildSpawn.environment(),
+                                stdinPath: input, stdout: output, stderr: errorLog) {
+        case .success(let child): pid = child
+        case .failure(let failure): throw ClusterBenchError("cannot start \(executable): \(failure)")
+        }
         Reaper.add(pid)
         defer { Reaper.remove(pid) }
         var status: Int32 = 0

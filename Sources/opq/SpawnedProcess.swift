@@ -1,10 +1,11 @@
 import Foundation
+import OPQSpawn
 
 /// A child process of `opq` (coordinator or worker of an embedded cluster), in its own process group
 /// so that the terminal's Ctrl-C reaches only `opq`, which then shuts the cluster down in order.
 ///
-/// Started through `setpriv --pdeathsig KILL` when available, so it dies with `opq` even if `opq` is
-/// killed outright. Output goes to a log file.
+/// Started with SIGKILL as its parent-death signal (``ChildSpawn``), so it dies with `opq` even if `opq`
+/// is killed outright. Output goes to a log file.
 final class SpawnedProcess {
     let name: String
     let pid: pid_t
@@ -17,33 +18,12 @@ final class SpawnedProcess {
         let log = open(logPath, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o644)
         guard log >= 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
         defer { close(log) }
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_adddup2(&actions, log, 1)
-        posix_spawn_file_actions_adddup2(&actions, log, 2)
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
-        posix_spawnattr_setpgroup(&attributes, 0)
-        var signals = sigset_t()
-        sigemptyset(&signals)
-        posix_spawnattr_setsigmask(&attributes, &signals)
-        sigfillset(&signals)
-        posix_spawnattr_setsigdefault(&attributes, &signals)
-
-        let setpriv = "/usr/bin/setpriv"
-        let command = FileManager.default.isExecutableFile(atPath: setpriv)
-            ? [setpriv, "--pdeathsig", "KILL", "--", executable] + arguments
-            : [executable] + arguments
-        let argv = command.map { strdup($0) } + [nil]
-        defer { for pointer in argv { free(pointer) } }
-        var child: pid_t = 0
-        let result = posix_spawn(&child, command[0], &actions, &attributes, argv, environ)
-        guard result == 0 else { throw POSIXError(POSIXErrorCode(rawValue: result) ?? .EIO) }
-        pid = child
+        // Started from opq's main thread, so the parent-death signal fires only when opq itself ends.
+        switch ChildSpawn.spawn(executable, arguments: arguments, environment: ChildSpawn.environment(),
+                                stdout: log, stderr: log, deathSignal: SIGKILL) {
+        case .success(let child): pid = child
+        case .failure(let failure): throw POSIXError(POSIXErrorCode(rawValue: failure.errno) ?? .EIO)
+        }
     }
 
     /// True until the process has exited (and been reaped).

@@ -1,4 +1,5 @@
 import Foundation
+import OPQSpawn
 import Testing
 
 /// The package's built executables (`opq`, `opq-coordinator`, `opq-worker`), found next to the test bundle.
@@ -37,7 +38,7 @@ struct Scratch {
 /// One run of a built executable: stdout read through a pipe, stderr to a file; killed (SIGKILL) if it
 /// outlives its deadline or the test.
 ///
-/// Spawned with `posix_spawn`; one thread reads stdout and one waits for the exit, each signalling a
+/// Spawned with ``ChildSpawn`` (its own process group); one thread reads stdout and one waits for the exit, each signalling a
 /// condition, so the test waits on the events themselves (with deadlines), never by sleeping.
 final class Run: @unchecked Sendable {
     let pid: pid_t
@@ -57,26 +58,19 @@ final class Run: @unchecked Sendable {
         var fds: [Int32] = [-1, -1]
         guard pipe(&fds) == 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
         for fd in fds { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, input, O_RDONLY, 0)
-        posix_spawn_file_actions_adddup2(&actions, fds[1], 1)
-        posix_spawn_file_actions_adddup2(&actions, errors, 2)
         let path = executable.contains("/") ? executable : Executables.path(executable)
-        let argv = ([path] + arguments).map { strdup($0) } + [nil]
         // A coordinator started without --state keeps its journal in the scratch directory, never in the
         // user's state directory (which another test or a real coordinator may hold).
-        let merged = ProcessInfo.processInfo.environment.merging(["XDG_STATE_HOME": scratch.path("xdg-state")]) { $1 }
-            .merging(environment) { $1 }
-        let envp = merged.map { strdup("\($0.key)=\($0.value)") } + [nil]
-        defer { for pointer in argv + envp { free(pointer) } }
-        var child: pid_t = 0
-        let result = posix_spawn(&child, path, &actions, nil, argv, envp)
+        let added = ["XDG_STATE_HOME": scratch.path("xdg-state")].merging(environment) { $1 }
+        let result = ChildSpawn.spawn(path, arguments: arguments, environment: ChildSpawn.environment(adding: added),
+                                      stdinPath: input, stdout: fds[1], stderr: errors)
         close(fds[1])
-        guard result == 0 else {
+        let child: pid_t
+        switch result {
+        case .success(let started): child = started
+        case .failure(let failure):
             close(fds[0])
-            throw POSIXError(POSIXErrorCode(rawValue: result) ?? .EIO)
+            throw POSIXError(POSIXErrorCode(rawValue: failure.errno) ?? .EIO)
         }
         pid = child
         let spawned = child

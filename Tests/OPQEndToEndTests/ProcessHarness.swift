@@ -1,4 +1,5 @@
 import Foundation
+import OPQSpawn
 import Testing
 
 /// Locates the package's built executables (`opq-coordinator`, `opq-worker`) next to the test bundle.
@@ -22,7 +23,7 @@ enum BuiltProducts {
 /// (SIGKILL to the whole group) when stopped or deinitialised, so no process outlives its test, also when
 /// the test fails.
 ///
-/// Spawned with `posix_spawn` and reaped by one plain thread blocked in `waitpid`: no Foundation
+/// Spawned with ``ChildSpawn`` and reaped by one plain thread blocked in `waitpid`: no Foundation
 /// `Process`, no Dispatch sources, so nothing else in the test process watches its descriptors.
 final class ChildProcess: @unchecked Sendable {
     let name: String
@@ -37,33 +38,15 @@ final class ChildProcess: @unchecked Sendable {
         let log = open(logURL.path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o644)
         guard log >= 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
         defer { close(log) }
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_adddup2(&actions, log, 1)
-        posix_spawn_file_actions_adddup2(&actions, log, 2)
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
-        posix_spawnattr_setpgroup(&attributes, 0)
-        var signals = sigset_t()
-        sigemptyset(&signals)
-        posix_spawnattr_setsigmask(&attributes, &signals)
-        sigfillset(&signals)
-        posix_spawnattr_setsigdefault(&attributes, &signals)
-        let path = BuiltProducts.path(executable)
-        let argv = ([path] + arguments).map { strdup($0) } + [nil]
         // A coordinator started without --state keeps its journal in the test's directory, never in the
         // user's state directory (which another test or a real coordinator may hold).
-        var environment = ProcessInfo.processInfo.environment
-        environment["XDG_STATE_HOME"] = logDirectory.appendingPathComponent("xdg-state").path
-        let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
-        defer { for pointer in argv + envp { free(pointer) } }
-        var child: pid_t = 0
-        let result = posix_spawn(&child, path, &actions, &attributes, argv, envp)
-        guard result == 0 else { throw POSIXError(POSIXErrorCode(rawValue: result) ?? .EIO) }
+        let environment = ChildSpawn.environment(adding: ["XDG_STATE_HOME": logDirectory.appendingPathComponent("xdg-state").path])
+        let child: pid_t
+        switch ChildSpawn.spawn(BuiltProducts.path(executable), arguments: arguments, environment: environment,
+                                stdout: log, stderr: log) {
+        case .success(let started): child = started
+        case .failure(let failure): throw POSIXError(POSIXErrorCode(rawValue: failure.errno) ?? .EIO)
+        }
         pid = child
         let reaper = Thread { [exited, child] in
             var raw: Int32 = 0

@@ -13,12 +13,13 @@ typedef struct {
     char *const *argv;         // NULL-terminated.
     char *const *envp;         // NULL-terminated.
     const char *directory;     // Working directory, or NULL for the caller's.
+    const char *stdin_path;    // Opened read-only as the child's descriptor 0, or NULL for /dev/null.
     int stdout_fd;             // Becomes the child's descriptor 1.
     int stderr_fd;             // Becomes the child's descriptor 2.
     int death_signal;          // Sent to the child when the spawning *thread* ends; 0 for none.
 } opq_spawn_request;
 
-// Starts the child: a new process group led by it, stdin from /dev/null, stdout and stderr from the
+// Starts the child: a new process group led by it, stdin from `stdin_path` (default /dev/null), stdout and stderr from the
 // request, every other descriptor closed, default signal dispositions, an empty signal mask, the
 // working directory, then exec. Returns the child's pid (also its process group id), or -errno when
 // the child could not be started (e.g. -ENOENT for a missing working directory or program); a child

@@ -1,0 +1,97 @@
+import COPQSpawn
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Starting a child process the one way opq does (`opq_spawn` in `COPQSpawn`): its own process group,
+/// stdin from a file (default `/dev/null`), stdout and stderr to given descriptors, every other
+/// descriptor closed, default signal dispositions, an empty signal mask, optionally a working directory
+/// and a parent-death signal. Used by the worker for commands, by `opq` for its embedded cluster, by the
+/// benchmark and by the test harnesses.
+public enum ChildSpawn {
+    /// Starts `path` (an executable path; no PATH search) with `arguments` (`argv[1...]`; `argv[0]` is
+    /// `path`) and returns its pid, which is also its process group id.
+    ///
+    /// - Parameters:
+    ///   - environment: `KEY=value` strings.
+    ///   - deathSignal: sent to the child when the *thread* calling this ends (`PR_SET_PDEATHSIG`); 0 for
+    ///     none. Give one only from a thread that lives as long as the child should.
+    /// - Returns: the pid, or the `errno` the child could not start with (ENOENT, EACCES…).
+    public static func spawn(
+        _ path: String, arguments: [String], environment: CStringArray, directory: String? = nil,
+        stdinPath: String? = nil, stdout: Int32, stderr: Int32, deathSignal: Int32 = 0
+    ) -> Result<pid_t, SpawnFailure> {
+        spawn(path, argv: CStringArray([path] + arguments), environment: environment, directory: directory,
+              stdinPath: stdinPath, stdout: stdout, stderr: stderr, deathSignal: deathSignal)
+    }
+
+    /// The same with a ready `argv` (whose first element is the program's name as it sees it).
+    public static func spawn(
+        _ path: String, argv: CStringArray, environment: CStringArray, directory: String? = nil,
+        stdinPath: String? = nil, stdout: Int32, stderr: Int32, deathSignal: Int32 = 0
+    ) -> Result<pid_t, SpawnFailure> {
+        let pid = withOptionalCString(directory) { directory in
+            withOptionalCString(stdinPath) { stdinPath in
+                path.withCString { path in
+                    argv.pointers.withUnsafeBufferPointer { argvPointers in
+                        environment.pointers.withUnsafeBufferPointer { envpPointers in
+                            var request = opq_spawn_request(
+                                path: path, argv: argvPointers.baseAddress, envp: envpPointers.baseAddress,
+                                directory: directory, stdin_path: stdinPath,
+                                stdout_fd: stdout, stderr_fd: stderr, death_signal: deathSignal)
+                            return opq_spawn(&request)
+                        }
+                    }
+                }
+            }
+        }
+        return pid > 0 ? .success(pid) : .failure(SpawnFailure(errno: -pid))
+    }
+
+    /// The current process's environment as `KEY=value` strings, plus (or overriding) `added`.
+    public static func environment(adding added: [String: String] = [:]) -> CStringArray {
+        var merged: [String: String] = [:]
+        var entry = environ
+        while let pointer = entry.pointee {
+            let text = String(cString: pointer)
+            if let equals = text.firstIndex(of: "=") {
+                merged[String(text[..<equals])] = String(text[text.index(after: equals)...])
+            }
+            entry += 1
+        }
+        merged.merge(added) { _, new in new }
+        return CStringArray(merged.map { "\($0.key)=\($0.value)" })
+    }
+
+    /// Makes this process a child subreaper: orphaned descendants are re-parented to it rather than to init.
+    public static func becomeChildSubreaper() -> Result<Void, SpawnFailure> {
+        let result = opq_become_child_subreaper()
+        return result < 0 ? .failure(SpawnFailure(errno: -result)) : .success(())
+    }
+
+    private static func withOptionalCString<T>(_ text: String?, _ body: (UnsafePointer<CChar>?) -> T) -> T {
+        guard let text else { return body(nil) }
+        return text.withCString(body)
+    }
+}
+
+/// Why a child could not be started: the `errno` of the failed step (fork, chdir, open, exec…).
+public struct SpawnFailure: Error, Hashable, Sendable, CustomStringConvertible {
+    public let errno: Int32
+    public init(errno: Int32) { self.errno = errno }
+    public var description: String { String(cString: strerror(errno)) }
+}
+
+/// A NULL-terminated array of C strings that frees itself (argv, envp).
+public final class CStringArray: @unchecked Sendable {
+    /// The strings, then nil. Never mutated after init, so it may be shared between threads.
+    public let pointers: [UnsafeMutablePointer<CChar>?]
+
+    public init(_ strings: [String]) {
+        pointers = strings.map { strdup($0) } + [nil]
+    }
+
+    deinit {
+        for pointer in pointers { free(pointer) }
+    }
+}
