@@ -92,7 +92,7 @@ struct AddCommand: ParsableCommand {
         }
         guard let id = receipt.operations.first else { throw fail(.unreachable, "the coordinator accepted no operation") }
         if json {
-            print(JSONOutput.string(["job": receipt.job, "operations": [["id": id, "name": name]]]))
+            print(JSONOutput.receipt(receipt, names: [name]))
         } else {
             print("op-\(id)")
         }

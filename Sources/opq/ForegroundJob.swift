@@ -56,7 +56,7 @@ struct ForegroundJob {
                                    interactive: interactive, verbosity: verbosity)
         do {
             // Nothing to show: a Wait costs the coordinator less than a stream of every transition.
-            let ending = verbosity == .nothing && !interactive ? try waitQuietly(isAlive: isAlive) : try progress.follow(isAlive: isAlive)
+            let ending = verbosity == .nothing && !interactive ? try WaitCommand.blockUntilFinished(connection, job: job, isAlive: isAlive) : try progress.follow(isAlive: isAlive)
             switch ending {
             case .finished:
                 let summary = try JobSummary.fetch(connection, job: job)
@@ -74,15 +74,6 @@ struct ForegroundJob {
             throw status
         } catch {
             throw fail(.unreachable, "\(error)")
-        }
-    }
-
-    /// Blocks on Wait requests in short slices, so a signal or a dying cluster is noticed.
-    private func waitQuietly(isAlive: () -> Bool) throws(ClientError) -> JobProgress.Ending {
-        while true {
-            if SignalTrap.count > 0 { return .interrupted }
-            if !isAlive() { return .lost }
-            if !(try connection.wait(job: JobID(job), timeout: 0.25)).timedOut { return .finished }
         }
     }
 

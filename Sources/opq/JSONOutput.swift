@@ -10,6 +10,11 @@ enum JSONOutput {
         return String(decoding: data, as: UTF8.self)
     }
 
+    /// A submission's receipt as `submit`, `add` and `map` print it: `{"job": ID, "operations": [{"id": ID, "name": NAME}, ...]}`.
+    static func receipt(_ receipt: Opq_V1_SubmitAccepted, names: [String]) -> String {
+        string(["job": receipt.job, "operations": zip(receipt.operations, names).map { ["id": $0, "name": $1] as [String: Any] }])
+    }
+
     /// An operation as the CLI documents it: id, name, job, queue, state, outcome, priority, attempts, worker, exitCode.
     static func operation(_ info: Opq_V1_OperationInfo) -> [String: Any] {
         [

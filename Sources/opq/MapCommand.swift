@@ -107,8 +107,7 @@ struct MapCommand: ParsableCommand {
             throw Connection.status(for: error)
         }
         if json {
-            let operations: [[String: Any]] = zip(receipt.operations, submission.operations).map { ["id": $0, "name": $1.name] }
-            print(JSONOutput.string(["job": receipt.job, "operations": operations]))
+            print(JSONOutput.receipt(receipt, names: submission.operations.map(\.name)))
         } else if noWait {
             print("job-\(receipt.job)")
         }

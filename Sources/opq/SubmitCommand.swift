@@ -45,8 +45,7 @@ struct SubmitCommand: ParsableCommand {
         }
         let specs = jobFile.submission.operations
         if json {
-            let operations: [[String: Any]] = zip(receipt.operations, specs).map { ["id": $0, "name": $1.name] }
-            print(JSONOutput.string(["job": receipt.job, "operations": operations]))
+            print(JSONOutput.receipt(receipt, names: specs.map(\.name)))
         } else {
             print("job-\(receipt.job)")
         }

@@ -68,14 +68,24 @@ struct WaitCommand: ParsableCommand {
 
     /// Waits in slices (so Ctrl-C is noticed) until the job finished or `timeout` passed; returns its operations.
     static func waitForJob(_ connection: CoordinatorConnection, job: UInt64, timeout: Double? = nil) throws -> JobSummary {
-        let deadline = timeout.map { Date().addingTimeInterval($0) }
-        while true {
-            if SignalTrap.count > 0 { throw fail(.interrupted, "interrupted") }
-            let slice = min(1, deadline.map { max(0, $0.timeIntervalSinceNow) } ?? 1)
-            let result = try connection.wait(job: JobID(job), timeout: slice)
-            if !result.timedOut || deadline.map({ Date() >= $0 }) == true { break }
+        if try blockUntilFinished(connection, job: job, deadline: timeout.map { Date().addingTimeInterval($0) }) == .interrupted {
+            throw fail(.interrupted, "interrupted")
         }
         return try JobSummary.fetch(connection, job: job)
+    }
+
+    /// Blocks on Wait requests in short slices until the job has finished (`.finished`), a signal came
+    /// (`.interrupted`), `isAlive` says the cluster is gone (`.lost`) or the deadline passed (`.finished`
+    /// too: the caller reads the job's state).
+    static func blockUntilFinished(_ connection: CoordinatorConnection, job: UInt64, deadline: Date? = nil,
+                                   isAlive: () -> Bool = { true }) throws(ClientError) -> JobProgress.Ending {
+        while true {
+            if SignalTrap.count > 0 { return .interrupted }
+            if !isAlive() { return .lost }
+            let slice = min(0.25, deadline.map { max(0, $0.timeIntervalSinceNow) } ?? 0.25)
+            let result = try connection.wait(job: JobID(job), timeout: slice)
+            if !result.timedOut || deadline.map({ Date() >= $0 }) == true { return .finished }
+        }
     }
 
     /// Waits in slices until the operation finished or `timeout` passed; returns its info.
