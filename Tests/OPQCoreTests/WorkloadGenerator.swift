@@ -1,21 +1,15 @@
 import OPQCore
 
-/// A small deterministic random number generator (SplitMix64), so a seed reproduces a workload exactly.
+/// OPQCore's SplitMix64 with a scrambled seed, so a seed reproduces a workload exactly.
 struct SeededGenerator: RandomNumberGenerator {
-    var state: UInt64
+    private var base: SplitMix64
 
     init(seed: UInt64) {
-        state = seed
-        state = next() ^ 0x5DEE_CE66_D1CE_4E5B  // scramble, so neighbouring seeds are unrelated
+        var first = SplitMix64(seed: seed)
+        base = SplitMix64(seed: first.next() ^ 0x5DEE_CE66_D1CE_4E5B)  // scramble, so neighbouring seeds are unrelated
     }
 
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
+    mutating func next() -> UInt64 { base.next() }
 
     /// True with probability `p`.
     mutating func chance(_ p: Double) -> Bool { Double.random(in: 0..<1, using: &self) < p }

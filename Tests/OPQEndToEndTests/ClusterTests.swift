@@ -32,7 +32,7 @@ import Testing
         for k in 1...3 { try cluster.startWorker("w\(k)", slots: 2) }
         let client = try CoordinatorConnection(endpoint: cluster.clientsEndpoint)
         let file = cluster.path("intervals")
-        var generator = SplitMix(seed: 42)
+        var generator = SplitMix64(seed: 42)
         var specs: [OperationSpec] = []
         var dependencies: [String: [String]] = [:]
         for k in 0..<200 {
@@ -150,18 +150,5 @@ import Testing
         let lines = Evidence.lines(file)
         #expect(Set(lines) == Set(names), "every operation ran to completion")
         #expect(lines.count == names.count, "none ran to completion twice: \(lines.sorted())")
-    }
-}
-
-/// A small seeded generator, so a failing DAG can be reproduced.
-struct SplitMix: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }

@@ -36,7 +36,7 @@ import Testing
         // 500 operations in 5 submissions; each depends on up to 3 earlier ones (by name within its
         // submission, by id across submissions).
         let file = cluster.path("intervals")
-        var random = SplitMix(seed: seed &* 7_919)
+        var random = SplitMix64(seed: seed &* 7_919)
         let killAfterSubmission = Int(random.next() % 6)  // 5 = none
         var dependencies: [String: [String]] = [:]
         var ids: [String: UInt64] = [:]
