@@ -85,7 +85,7 @@ struct ForegroundJob {
             printError("opq: interrupted; cancelling job-\(job)" + (cluster == nil ? "" : " and stopping the local cluster"))
             try? connection.request(timeout: 2) { $0.cancel.job = job }
             // Give cancelled commands their kill grace to go; a second signal stops waiting.
-            let grace = (Double(LocalCluster.killGrace) ?? 2) + 2
+            let grace = Double(LocalCluster.killGrace + 2)
             _ = try? progress.follow(signals: 2, deadline: Date().addingTimeInterval(grace), isAlive: isAlive)
             if let cluster {
                 if SignalTrap.count >= 2 { cluster.kill() } else { cluster.stop(grace: 2) }

@@ -15,7 +15,7 @@ final class LocalCluster {
     private var stopped = false
 
     /// Seconds between SIGTERM and SIGKILL for cancelled commands in the embedded cluster.
-    static let killGrace = "2"
+    static let killGrace = 2
 
     /// Starts the coordinator and `workerCount` workers of `slots` slots each.
     init(workers workerCount: Int, slots: Int) throws {
@@ -32,13 +32,13 @@ final class LocalCluster {
             coordinator = try SpawnedProcess(
                 binaries + "/opq-coordinator",
                 ["--workers-endpoint", workersEndpoint, "--clients-endpoint", clientsEndpoint, "--state", directory + "/state",
-                 "--kill-grace", Self.killGrace, "--log-level", "warning"],
+                 "--kill-grace", String(Self.killGrace), "--log-level", "warning"],
                 name: "opq-coordinator", logPath: directory + "/coordinator.log")
             for k in 1...max(1, workerCount) {
                 workers.append(try SpawnedProcess(
                     binaries + "/opq-worker",
                     ["--coordinator", workersEndpoint, "--slots", String(slots), "--name", "local-\(k)",
-                     "--kill-grace", Self.killGrace, "--log-level", "warning"],
+                     "--kill-grace", String(Self.killGrace), "--log-level", "warning"],
                     name: "opq-worker local-\(k)", logPath: directory + "/worker-\(k).log"))
             }
         } catch {
