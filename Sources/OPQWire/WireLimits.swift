@@ -1,3 +1,5 @@
+import OPQCore
+
 /// Bounds every decoded message must respect. Anything beyond is refused with a `WireError`, so a
 /// malformed or hostile peer cannot make the coordinator allocate without limit.
 ///
@@ -22,11 +24,11 @@ public enum WireLimits {
     /// Most bytes of one name (operation, queue, worker, handler, label key).
     public static let maxNameBytes = 4_096
     /// Most worker slots.
-    public static let maxSlots: Int32 = 1 << 20
+    public static let maxSlots = Int32(Limits.maxSlots)
     /// Highest attempt number a valid message can carry.
-    public static let maxAttempt: UInt32 = 1 << 24
+    public static let maxAttempt = UInt32(Limits.maxAttempt)
     /// Most retries of one operation.
-    public static let maxRetries: UInt32 = 1 << 16
+    public static let maxRetries = UInt32(Limits.maxRetries)
     /// Longest duration in seconds (timeouts, grace periods, heartbeat intervals): about 100 years.
-    public static let maxSeconds: Double = 3.2e9
+    public static let maxSeconds = Limits.maxSeconds
 }
