@@ -53,12 +53,12 @@ final class LocalCluster {
     }
 
     /// Starts `opq-coordinator` (default heartbeat settings, warnings only, its journal in this cluster's
-    /// directory at sync level `fsync`) and waits for its start line.
-    func startCoordinator(fsync: String = "normal") throws {
+    /// directory at sync level `fsync`), with `extraArguments` added, and waits for its start line.
+    func startCoordinator(fsync: String = "normal", extraArguments: [String] = []) throws {
         let process = try ChildProcess(
             binaries.coordinator,
             ["--workers-endpoint", workersEndpoint, "--clients-endpoint", clientsEndpoint,
-             "--state", directory.appendingPathComponent("state-\(fsync)").path, "--fsync", fsync, "--log-level", "warning"],
+             "--state", directory.appendingPathComponent("state-\(fsync)").path, "--fsync", fsync, "--log-level", "warning"] + extraArguments,
             name: "coordinator", directory: directory)
         coordinator = process
         let deadline = Clock.nanoseconds() + UInt64(LocalCluster.startupDeadline * 1e9)

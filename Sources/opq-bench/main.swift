@@ -1,7 +1,8 @@
 // opq-bench: how fast and how small the scheduling core is, beside Foundation's OperationQueue.
 // It prints figures; it is not a test. `opq-bench --help` lists the flags; `--smoke` is what CI runs.
 // `opq-bench cluster` measures real opq-coordinator and opq-worker processes instead (ClusterCommand);
-// `opq-bench map` times `opq map --local` against xargs and GNU parallel (MapBenchmark).
+// `opq-bench map` times `opq map --local` against xargs and GNU parallel (MapBenchmark);
+// `opq-bench cancel` times cancel, timeout and kill escalation, idle vs saturated (CancelBenchmark).
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -10,6 +11,9 @@ import Darwin
 
 if CommandLine.arguments.count > 1 && CommandLine.arguments[1] == "cluster" {
     exit(ClusterCommand.run(Array(CommandLine.arguments.dropFirst(2))))
+}
+if CommandLine.arguments.count > 1 && CommandLine.arguments[1] == "cancel" {
+    exit(CancelBenchmark.run(Array(CommandLine.arguments.dropFirst(2))))
 }
 if CommandLine.arguments.count > 1 && CommandLine.arguments[1] == "map" {
     exit(MapBenchmark.run(Array(CommandLine.arguments.dropFirst(2))))

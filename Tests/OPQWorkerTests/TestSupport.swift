@@ -16,6 +16,10 @@ final class EventLog: @unchecked Sendable {
 
     private let lock = NSLock()
     private var events: [AttemptEvent] = []
+    /// When each event reached the sink (monotonic seconds, ``now()``), on the thread that delivered it:
+    /// deadlines are checked against these, not against when an awaiting task got a thread back (under
+    /// a full `swift test` the cooperative pool can be busy for seconds).
+    private var arrivals: [Double] = []
     private var waiters: [Waiter] = []
     private var nextWaiter = 0
 
@@ -23,9 +27,19 @@ final class EventLog: @unchecked Sendable {
 
     var all: [AttemptEvent] { lock.withLock { events } }
 
+    /// Monotonic seconds, the clock of ``arrivals``.
+    static func now() -> Double { Double(DispatchTime.now().uptimeNanoseconds) / 1e9 }
+
+    /// When the completion of `key` reached the sink, if it has.
+    func completionArrival(_ key: AttemptKey) -> Double? {
+        lock.withLock { events.indices.first { Self.completion(in: events[$0], key) != nil }.map { arrivals[$0] } }
+    }
+
     private func record(_ event: AttemptEvent) {
+        let arrival = Self.now()
         let ready: [Waiter] = lock.withLock {
             events.append(event)
+            arrivals.append(arrival)
             let ready = waiters.filter { $0.predicate(events) }
             waiters.removeAll { waiter in ready.contains { $0.id == waiter.id } }
             return ready
