@@ -21,3 +21,4 @@ echo "== opq-bench smoke runs (debug build: they check the benchmarks run, not t
 swift run --skip-build opq-bench --smoke
 swift run --skip-build opq-bench cluster --smoke
 swift run --skip-build opq-bench map --smoke
+swift run --skip-build opq-bench cancel --smoke

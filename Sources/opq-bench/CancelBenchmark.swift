@@ -89,9 +89,7 @@ enum CancelBenchmark {
             let idle = try measure(options, saturated: false, binaries: binaries, scratch: scratch)
             let saturated = try measure(options, saturated: true, binaries: binaries, scratch: scratch)
             print(report(options, idle: idle, saturated: saturated))
-            let withinBounds = saturated.cancel.percentile(100) < 1 && saturated.escalation.percentile(100) < 0.5
-                && saturated.lostWorkers == 0
-            return withinBounds ? 0 : 1
+            return 0  // like `opq-bench cluster`: bounds are judged in the table; 1 only when a measurement failed
         } catch {
             print("opq-bench cancel: \(error)", to: &standardError)
             return 1
