@@ -68,7 +68,8 @@ extension Coordinator {
         case .getOperation(let get):
             let operation = OperationID(get.operation)
             guard core.operation(operation) != nil else { return refuse(.unknownOperation(operation)) }
-            let (info, raw) = operationInfo(operation, includeOutput: get.includeOutput)
+            var (info, raw) = operationInfo(operation, includeOutput: get.includeOutput)
+            info.blockers = core.blockers(of: operation).map(Opq_V1_Blocker.init)
             queueToClient(.reply(id) { $0.operation = info }, raw: raw, identity: identity)
         case .listWorkers:
             reply { $0.workers.workers = workerInfos() }

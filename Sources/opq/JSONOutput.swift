@@ -15,6 +15,23 @@ enum JSONOutput {
         string(["job": receipt.job, "operations": zip(receipt.operations, names).map { ["id": $0, "name": $1] as [String: Any] }])
     }
 
+    /// One reason an operation has not started: `{"kind": "dependencies"|"retryBackoff"|"queueSuspended"|
+    /// "queueAtLimit"|"noWorker"|"workersBusy", "text": …}` plus `operations`, `queue`, `limit` or `labels`
+    /// where the kind has them.
+    static func blocker(_ blocker: Opq_V1_Blocker) -> [String: Any] {
+        var object: [String: Any] = ["text": blocker.text]
+        switch blocker.kind {
+        case .dependencies: object["kind"] = "dependencies"; object["operations"] = blocker.operations
+        case .retryBackoff: object["kind"] = "retryBackoff"
+        case .queueSuspended: object["kind"] = "queueSuspended"; object["queue"] = blocker.queue
+        case .queueAtLimit: object["kind"] = "queueAtLimit"; object["queue"] = blocker.queue; object["limit"] = blocker.limit
+        case .noWorker: object["kind"] = "noWorker"; object["queue"] = blocker.queue; object["labels"] = blocker.labels
+        case .workersBusy: object["kind"] = "workersBusy"
+        case .unspecified, .UNRECOGNIZED: object["kind"] = "unknown"
+        }
+        return object
+    }
+
     /// An operation as the CLI documents it: id, name, job, queue, state, outcome, priority, attempts, worker, exitCode.
     static func operation(_ info: Opq_V1_OperationInfo) -> [String: Any] {
         [

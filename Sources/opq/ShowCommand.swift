@@ -13,6 +13,10 @@ struct ShowCommand: ParsableCommand {
             Examples:
               opq show op-17
               opq show 17 --json    # {"id": 17, "name": …, "job": …, "queue": …, "state": …, "outcome": …, …}
+
+            An operation that has not started says why ("waiting:"): the dependencies it waits for, a
+            suspended queue, a queue at its maximum, no live worker serving its queue with its labels,
+            or that it is in line for a free slot. In --json: "waiting": [{"kind", "text", …}].
               opq logs op-17        # its captured output
             """
     )
@@ -38,6 +42,7 @@ struct ShowCommand: ParsableCommand {
             var object = JSONOutput.operation(info)
             object["dependencies"] = info.dependencies
             object["labels"] = info.labels
+            object["waiting"] = info.blockers.map(JSONOutput.blocker)
             print(JSONOutput.string(object))
             return
         }
@@ -54,6 +59,7 @@ struct ShowCommand: ParsableCommand {
         if info.hasDurationSeconds { print(String(format: "  duration:   %.2f s", info.durationSeconds)) }
         if !info.dependencies.isEmpty { print("  after:      " + info.dependencies.map { "op-\($0)" }.joined(separator: " ")) }
         if info.barrier { print("  barrier:    yes") }
+        for (k, blocker) in info.blockers.enumerated() { print((k == 0 ? "  waiting:    " : "              ") + blocker.text) }
     }
 
     /// Parses `op-N` or `N`, or fails with the usage status.

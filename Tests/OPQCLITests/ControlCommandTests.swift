@@ -42,6 +42,14 @@ import Testing
         #expect((try json(ready.stdout) as? [[String: Any]])?.count == 1)
         let badState = try opq(["list", "--state", "sleeping"])
         #expect(badState.status == 2)
+        // It says why it has not started, in words and in JSON.
+        let waiting = try opq(["show", "op-\(op)"])
+        #expect(waiting.stdout.contains("waiting:    its queue 'default' is suspended (opq resume --queue default)"),
+                "\(waiting.stdout)\(waiting.stderr)")
+        let waitingJSON = try #require(try json(try opq(["show", "op-\(op)", "--json"]).stdout) as? [String: Any])
+        let reasons = try #require(waitingJSON["waiting"] as? [[String: Any]])
+        #expect(reasons.map { $0["kind"] as? String } == ["queueSuspended"])
+        #expect(reasons.first?["queue"] as? String == "default")
 
         let resume = try opq(["resume", "--queue", "default"])
         #expect(resume.status == 0, "\(resume.stderr)")
@@ -61,6 +69,7 @@ import Testing
         #expect(shown["attempts"] as? Int == 1)
         #expect(shown["exitCode"] as? Int == 0)
         #expect(shown.keys.contains("worker"))
+        #expect((shown["waiting"] as? [Any])?.isEmpty == true, "a finished operation waits for nothing")
 
         let logs = try opq(["logs", String(op)])
         #expect(logs.status == 0, "\(logs.stderr)")

@@ -560,6 +560,73 @@ public nonisolated enum Opq_V1_ErrorCode: SwiftProtobuf.Enum, Swift.CaseIterable
 
 }
 
+/// What holds a pending or ready operation back (`opq show`).
+public nonisolated enum Opq_V1_BlockerKind: SwiftProtobuf.Enum, Swift.CaseIterable {
+  public typealias RawValue = Int
+  case unspecified // = 0
+
+  /// `operations` have not finished.
+  case dependencies // = 1
+
+  /// A failed attempt's backoff runs.
+  case retryBackoff // = 2
+
+  /// `queue` is suspended.
+  case queueSuspended // = 3
+
+  /// `queue` runs `limit` operations (0 = holds everything).
+  case queueAtLimit // = 4
+
+  /// No live worker serves `queue` with `labels`.
+  case noWorker // = 5
+
+  /// Eligible workers have no free slot: in line.
+  case workersBusy // = 6
+  case UNRECOGNIZED(Int)
+
+  public init() {
+    self = .unspecified
+  }
+
+  public init?(rawValue: Int) {
+    switch rawValue {
+    case 0: self = .unspecified
+    case 1: self = .dependencies
+    case 2: self = .retryBackoff
+    case 3: self = .queueSuspended
+    case 4: self = .queueAtLimit
+    case 5: self = .noWorker
+    case 6: self = .workersBusy
+    default: self = .UNRECOGNIZED(rawValue)
+    }
+  }
+
+  public var rawValue: Int {
+    switch self {
+    case .unspecified: return 0
+    case .dependencies: return 1
+    case .retryBackoff: return 2
+    case .queueSuspended: return 3
+    case .queueAtLimit: return 4
+    case .noWorker: return 5
+    case .workersBusy: return 6
+    case .UNRECOGNIZED(let i): return i
+    }
+  }
+
+  // The compiler won't synthesize support with the UNRECOGNIZED case.
+  public static let allCases: [Opq_V1_BlockerKind] = [
+    .unspecified,
+    .dependencies,
+    .retryBackoff,
+    .queueSuspended,
+    .queueAtLimit,
+    .noWorker,
+    .workersBusy,
+  ]
+
+}
+
 /// One child process, run without a shell.
 public nonisolated struct Opq_V1_Command: Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
@@ -2687,11 +2754,41 @@ public nonisolated struct Opq_V1_OperationInfo: @unchecked Sendable {
   /// Clears the value of `stderr`. Subsequent reads from it will return its default value.
   public mutating func clearStderr() {_uniqueStorage()._stderr = nil}
 
+  /// GetOperation only: why a pending or ready operation has not started.
+  public var blockers: [Opq_V1_Blocker] {
+    get {_storage._blockers}
+    set {_uniqueStorage()._blockers = newValue}
+  }
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
 
   fileprivate var _storage = _StorageClass.defaultInstance
+}
+
+/// One reason an operation has not started.
+public nonisolated struct Opq_V1_Blocker: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var kind: Opq_V1_BlockerKind = .unspecified
+
+  public var operations: [UInt64] = []
+
+  public var queue: String = String()
+
+  public var limit: Int32 = 0
+
+  public var labels: Dictionary<String,String> = [:]
+
+  /// The reason in words, as `opq show` prints it.
+  public var text: String = String()
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
 }
 
 /// Operations, in submission order.
@@ -3037,6 +3134,10 @@ nonisolated extension Opq_V1_KillReason: SwiftProtobuf._ProtoNameProviding {
 
 nonisolated extension Opq_V1_ErrorCode: SwiftProtobuf._ProtoNameProviding {
   public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0ERROR_CODE_UNSPECIFIED\0\u{1}ERROR_CODE_MALFORMED_MESSAGE\0\u{1}ERROR_CODE_UNSUPPORTED_PROTOCOL\0\u{1}ERROR_CODE_INTERNAL\0\u{2}\u{7}ERROR_CODE_EMPTY_SUBMISSION\0\u{1}ERROR_CODE_DUPLICATE_NAME\0\u{1}ERROR_CODE_UNKNOWN_DEPENDENCY\0\u{1}ERROR_CODE_CYCLE\0\u{1}ERROR_CODE_INVALID_MAX_CONCURRENT\0\u{1}ERROR_CODE_INVALID_FIELD\0\u{2}\u{5}ERROR_CODE_UNKNOWN_OPERATION\0\u{1}ERROR_CODE_UNKNOWN_JOB\0\u{1}ERROR_CODE_UNKNOWN_QUEUE\0")
+}
+
+nonisolated extension Opq_V1_BlockerKind: SwiftProtobuf._ProtoNameProviding {
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0BLOCKER_KIND_UNSPECIFIED\0\u{1}BLOCKER_KIND_DEPENDENCIES\0\u{1}BLOCKER_KIND_RETRY_BACKOFF\0\u{1}BLOCKER_KIND_QUEUE_SUSPENDED\0\u{1}BLOCKER_KIND_QUEUE_AT_LIMIT\0\u{1}BLOCKER_KIND_NO_WORKER\0\u{1}BLOCKER_KIND_WORKERS_BUSY\0")
 }
 
 nonisolated extension Opq_V1_Command: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
@@ -6222,7 +6323,7 @@ nonisolated extension Opq_V1_JobList: SwiftProtobuf.Message, SwiftProtobuf._Mess
 
 nonisolated extension Opq_V1_OperationInfo: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".OperationInfo"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}id\0\u{1}name\0\u{1}job\0\u{1}queue\0\u{1}work\0\u{1}state\0\u{1}outcome\0\u{1}reason\0\u{1}cancelled\0\u{1}barrier\0\u{1}priority\0\u{1}qos\0\u{1}requires\0\u{1}attempt\0\u{1}worker\0\u{1}dependencies\0\u{1}labels\0\u{3}timeout_seconds\0\u{3}retries_left\0\u{3}exit_code\0\u{1}signal\0\u{3}duration_seconds\0\u{1}progress\0\u{1}stdout\0\u{1}stderr\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}id\0\u{1}name\0\u{1}job\0\u{1}queue\0\u{1}work\0\u{1}state\0\u{1}outcome\0\u{1}reason\0\u{1}cancelled\0\u{1}barrier\0\u{1}priority\0\u{1}qos\0\u{1}requires\0\u{1}attempt\0\u{1}worker\0\u{1}dependencies\0\u{1}labels\0\u{3}timeout_seconds\0\u{3}retries_left\0\u{3}exit_code\0\u{1}signal\0\u{3}duration_seconds\0\u{1}progress\0\u{1}stdout\0\u{1}stderr\0\u{1}blockers\0")
 
   fileprivate class _StorageClass {
     var _id: UInt64 = 0
@@ -6250,6 +6351,7 @@ nonisolated extension Opq_V1_OperationInfo: SwiftProtobuf.Message, SwiftProtobuf
     var _progress: Opq_V1_Progress? = nil
     var _stdout: Opq_V1_OutputTail? = nil
     var _stderr: Opq_V1_OutputTail? = nil
+    var _blockers: [Opq_V1_Blocker] = []
 
       // This property is used as the initial default value for new instances of the type.
       // The type itself is protecting the reference to its storage via CoW semantics.
@@ -6285,6 +6387,7 @@ nonisolated extension Opq_V1_OperationInfo: SwiftProtobuf.Message, SwiftProtobuf
       _progress = source._progress
       _stdout = source._stdout
       _stderr = source._stderr
+      _blockers = source._blockers
     }
   }
 
@@ -6328,6 +6431,7 @@ nonisolated extension Opq_V1_OperationInfo: SwiftProtobuf.Message, SwiftProtobuf
         case 23: try { try decoder.decodeSingularMessageField(value: &_storage._progress) }()
         case 24: try { try decoder.decodeSingularMessageField(value: &_storage._stdout) }()
         case 25: try { try decoder.decodeSingularMessageField(value: &_storage._stderr) }()
+        case 26: try { try decoder.decodeRepeatedMessageField(value: &_storage._blockers) }()
         default: break
         }
       }
@@ -6415,6 +6519,9 @@ nonisolated extension Opq_V1_OperationInfo: SwiftProtobuf.Message, SwiftProtobuf
       try { if let v = _storage._stderr {
         try visitor.visitSingularMessageField(value: v, fieldNumber: 25)
       } }()
+      if !_storage._blockers.isEmpty {
+        try visitor.visitRepeatedMessageField(value: _storage._blockers, fieldNumber: 26)
+      }
     }
     try unknownFields.traverse(visitor: &visitor)
   }
@@ -6449,10 +6556,66 @@ nonisolated extension Opq_V1_OperationInfo: SwiftProtobuf.Message, SwiftProtobuf
         if _storage._progress != rhs_storage._progress {return false}
         if _storage._stdout != rhs_storage._stdout {return false}
         if _storage._stderr != rhs_storage._stderr {return false}
+        if _storage._blockers != rhs_storage._blockers {return false}
         return true
       }
       if !storagesAreEqual {return false}
     }
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Opq_V1_Blocker: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".Blocker"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}kind\0\u{1}operations\0\u{1}queue\0\u{1}limit\0\u{1}labels\0\u{1}text\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularEnumField(value: &self.kind) }()
+      case 2: try { try decoder.decodeRepeatedUInt64Field(value: &self.operations) }()
+      case 3: try { try decoder.decodeSingularStringField(value: &self.queue) }()
+      case 4: try { try decoder.decodeSingularInt32Field(value: &self.limit) }()
+      case 5: try { try decoder.decodeMapField(fieldType: SwiftProtobuf._ProtobufMap<SwiftProtobuf.ProtobufString,SwiftProtobuf.ProtobufString>.self, value: &self.labels) }()
+      case 6: try { try decoder.decodeSingularStringField(value: &self.text) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if self.kind != .unspecified {
+      try visitor.visitSingularEnumField(value: self.kind, fieldNumber: 1)
+    }
+    if !self.operations.isEmpty {
+      try visitor.visitPackedUInt64Field(value: self.operations, fieldNumber: 2)
+    }
+    if !self.queue.isEmpty {
+      try visitor.visitSingularStringField(value: self.queue, fieldNumber: 3)
+    }
+    if self.limit != 0 {
+      try visitor.visitSingularInt32Field(value: self.limit, fieldNumber: 4)
+    }
+    if !self.labels.isEmpty {
+      try visitor.visitMapField(fieldType: SwiftProtobuf._ProtobufMap<SwiftProtobuf.ProtobufString,SwiftProtobuf.ProtobufString>.self, value: self.labels, fieldNumber: 5)
+    }
+    if !self.text.isEmpty {
+      try visitor.visitSingularStringField(value: self.text, fieldNumber: 6)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Opq_V1_Blocker, rhs: Opq_V1_Blocker) -> Bool {
+    if lhs.kind != rhs.kind {return false}
+    if lhs.operations != rhs.operations {return false}
+    if lhs.queue != rhs.queue {return false}
+    if lhs.limit != rhs.limit {return false}
+    if lhs.labels != rhs.labels {return false}
+    if lhs.text != rhs.text {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
