@@ -224,18 +224,21 @@ public final class RemoteOperation: @unchecked Sendable, CustomStringConvertible
 
     /// Blocks until the operation has finished (Foundation's `waitUntilFinished()`), or its
     /// coordinator connection was closed (then ``isFinished`` stays false).
-    /// - Precondition: it was added to a queue (an operation never added would never finish).
+    ///
+    /// An operation never added to a queue would never finish, so for it this returns at once and
+    /// ``isFinished`` stays false (Foundation would block forever; ``finished`` throws
+    /// ``ClientError/notSubmitted(operation:)`` instead).
     public func waitUntilFinished() {
-        precondition(condition.withLock { isClaimed }, "\(self): waitUntilFinished() on an operation that was never added to a queue")
-        condition.withLock { while status.state != .finished, !connectionClosed { condition.wait() } }
+        condition.withLock { while isClaimed, status.state != .finished, !connectionClosed { condition.wait() } }
     }
 
-    /// Blocks until the operation has finished or `seconds` pass; returns whether it finished.
+    /// Blocks until the operation has finished or `seconds` pass; returns whether it finished. Returns
+    /// false at once for an operation never added to a queue.
     @discardableResult
     public func waitUntilFinished(timeout seconds: Double) -> Bool {
         let deadline = Date(timeIntervalSinceNow: seconds)
         return condition.withLock {
-            while status.state != .finished, !connectionClosed {
+            while isClaimed, status.state != .finished, !connectionClosed {
                 if !condition.wait(until: deadline) { break }
             }
             return status.state == .finished
@@ -279,4 +282,12 @@ public final class RemoteOperation: @unchecked Sendable, CustomStringConvertible
             if done { continuation.finish() }
         }
     }
+}
+
+/// Like `Operation` (an `NSObject`), an operation is equal only to itself: two operations with the same
+/// work are two operations.
+extension RemoteOperation: Hashable {
+    public static func == (lhs: RemoteOperation, rhs: RemoteOperation) -> Bool { lhs === rhs }
+
+    public func hash(into hasher: inout Hasher) { hasher.combine(ObjectIdentifier(self)) }
 }

@@ -53,6 +53,28 @@ import Testing
         #expect(throws: ClientError.self) { try queue.setMaxConcurrentOperationCount(-2) }
     }
 
+    @Test func waitingForAnOperationNeverAddedReturnsAtOnceInsteadOfCrashingOrHanging() async {
+        let operation = RemoteOperation(command: ["true"])
+        operation.waitUntilFinished()
+        #expect(!operation.isFinished)
+        let started = ContinuousClock.now
+        #expect(operation.waitUntilFinished(timeout: 60) == false)
+        #expect(ContinuousClock.now - started < .seconds(10), "returned at once, not after the timeout")
+        await #expect {
+            _ = try await operation.finished
+        } throws: { error in
+            if case .notSubmitted? = error as? ClientError { true } else { false }
+        }
+    }
+
+    @Test func operationsCompareByIdentityLikeFoundationOperations() {
+        let a = RemoteOperation(command: ["true"])
+        let b = RemoteOperation(command: ["true"])
+        #expect(a == a && a != b)
+        #expect(Set([a, b, a]).count == 2)
+        #expect([a, b].firstIndex(of: b) == 1)
+    }
+
     @Test func noCoordinatorIsATimeoutNotAHang() throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("opq-none-\(UUID().uuidString.prefix(8))")
         #expect {
