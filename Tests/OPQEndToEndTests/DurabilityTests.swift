@@ -223,6 +223,75 @@ import Testing
         #expect(cluster.coordinator?.isRunning == true)
     }
 
+    @Test func aSecondCoordinatorIsRefusedAlsoWhenTheLockFileWasRemoved() throws {
+        let cluster = try TestCluster()
+        defer { cluster.stop() }
+        try cluster.startCoordinator()
+        let client = try CoordinatorConnection(endpoint: cluster.clientsEndpoint)
+        _ = try client.request { $0.listQueues = Opq_V1_ListQueues() }  // the first one is up, its journal open
+        try FileManager.default.removeItem(atPath: cluster.stateDirectory + "/lock")
+        let second = try ChildProcess(
+            "opq-coordinator",
+            ["--workers-endpoint", "ipc://\(cluster.path("w2.sock"))", "--clients-endpoint", "ipc://\(cluster.path("c2.sock"))",
+             "--state", cluster.stateDirectory],
+            name: "second", logDirectory: cluster.directory)
+        defer { second.stop() }
+        let status = try #require(second.waitForExit(within: 30), "a second coordinator runs on the same journal")
+        #expect((status >> 8) & 0xFF == 2)
+        #expect(second.output.contains("journal.sqlite is locked by another process"), "\(second.output)")
+        // The first one still owns the journal: what it acknowledges survives its restart.
+        let receipt = try client.submit(Submission([OperationSpec(name: "a")]))
+        #expect(receipt.job == 1)
+        let restarted = try Self.restart(cluster)
+        #expect(try restarted.request { $0.getJob.job = receipt.job }.reply.job.id == receipt.job)
+    }
+
+    @Test func aJournalTwoCoordinatorsWroteIsAClearErrorAndLeftUntouched() throws {
+        let cluster = try TestCluster()
+        defer { cluster.stop() }
+        try cluster.startCoordinator()
+        let client = try CoordinatorConnection(endpoint: cluster.clientsEndpoint)
+        _ = try client.submit(Submission([OperationSpec(name: "a")]), idempotencyKey: "first")
+        cluster.coordinator?.signal(SIGTERM)
+        #expect(cluster.coordinator?.waitForExit(within: 30) != nil, "the coordinator did not stop\n\(cluster.logs)")
+        // What two coordinators acknowledging job-1 each leave behind: two commits claiming it.
+        let journal = cluster.stateDirectory + "/journal.sqlite"
+        let sqlite = Process()
+        sqlite.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        sqlite.arguments = ["python3", "-c", """
+            import sqlite3; c = sqlite3.connect('\(journal)')
+            c.execute('insert into journal (entries) select entries from journal order by seq limit 1'); c.commit(); c.close()
+            """]
+        try sqlite.run()
+        sqlite.waitUntilExit()
+        #expect(sqlite.terminationStatus == 0)
+        let before = try Data(contentsOf: URL(fileURLWithPath: journal))
+
+        try cluster.startCoordinator()
+        let coordinator = try #require(cluster.coordinator)
+        let status = try #require(coordinator.waitForExit(within: 30), "the coordinator started over a contradicting journal")
+        #expect((status >> 8) & 0xFF == 2)
+        let output = coordinator.output
+        #expect(output.contains("the journal \(journal) cannot be replayed at commit"), "\(output)")
+        #expect(output.contains("the submission of job-1 (op-1) with idempotency key 'first'") && output.contains("two coordinators"), "\(output)")
+        #expect(try Data(contentsOf: URL(fileURLWithPath: journal)) == before, "the journal was changed")
+    }
+
+    @Test func anEmptyJournalIsAClearErrorNotAFreshStart() throws {
+        let cluster = try TestCluster()
+        defer { cluster.stop() }
+        try FileManager.default.createDirectory(atPath: cluster.stateDirectory, withIntermediateDirectories: true)
+        let journal = cluster.stateDirectory + "/journal.sqlite"
+        #expect(FileManager.default.createFile(atPath: journal, contents: Data()))
+        try cluster.startCoordinator()
+        let coordinator = try #require(cluster.coordinator)
+        let status = try #require(coordinator.waitForExit(within: 30), "the coordinator started over an empty journal")
+        #expect((status >> 8) & 0xFF == 2)
+        #expect(coordinator.output.contains("the journal \(journal) is empty (0 bytes)"), "\(coordinator.output)")
+        #expect(coordinator.output.contains("move it away"), "\(coordinator.output)")
+        #expect(try Data(contentsOf: URL(fileURLWithPath: journal)).isEmpty, "the empty journal was written")
+    }
+
     @Test(arguments: ["garbage", "sqlite"])
     func aDamagedStateFileIsAClearErrorNotAFreshStart(kind: String) throws {
         let cluster = try TestCluster()
