@@ -154,8 +154,11 @@ extension Coordinator {
         case .submit, .cancel, .setQueue, .setPriority, .addDependency, .removeDependency, .prune: break
         default: return nil
         }
-        if durability!.stall != nil, journal.hasRoom(for: journal.pendingBytes + bytes) { try commitJournal() }
-        guard durability!.stall != nil || !journal.hasRoom(for: bytes) else { return nil }
+        // A prune rewrites the journal: it needs room for a compacted copy.
+        var needed = bytes
+        if case .prune = request.body { needed = max(bytes, journal.fileBytes) }
+        if durability!.stall != nil, journal.hasRoom(for: journal.pendingBytes + needed) { try commitJournal() }
+        guard durability!.stall != nil || !journal.hasRoom(for: needed) else { return nil }
         return diskFullError
     }
 
@@ -204,8 +207,9 @@ extension Coordinator {
 
     /// `opq prune`: forgets finished jobs (finished at least `olderThan` seconds ago, if given), in the
     /// journal, then in the core, and replies with the jobs pruned and how many operations they held.
-    /// The journal is rewritten first (that needs room for a compacted copy): on a full disk the client
-    /// is told and nothing is forgotten.
+    /// The journal is rewritten first (that needs room for a compacted copy), from a copy of the core
+    /// that is kept only when the journal has been: on a full disk the client is told and nothing is
+    /// forgotten. (The copy duplicates the core's storage for the moment of a prune.)
     func prune(_ request: Opq_V1_Prune, requestID: UInt64, identity: [UInt8]) throws {
         let cutoff = request.hasOlderThanSeconds ? Date().timeIntervalSince1970 - request.olderThanSeconds : nil
         guard try absorbAndCommit() else { return refusePrune(requestID: requestID, identity: identity) }

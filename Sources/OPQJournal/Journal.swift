@@ -64,12 +64,15 @@ public final class Journal {
             try db.execute(sql: "PRAGMA locking_mode = EXCLUSIVE")
             try db.execute(sql: "PRAGMA synchronous = \(sync == .powerLoss ? "FULL" : "NORMAL")")
         }
+        let existed = access(path, F_OK) == 0
         do {
             database = try DatabaseQueue(path: path, configuration: configuration)
             try database.writeWithoutTransaction { db in try Journal.prepareSchema(db, path: path) }
-        } catch let error as JournalError {
-            throw error
         } catch {
+            // A journal this call created but could not finish (a full disk) must not stay behind: the next
+            // start would find an empty file and refuse it.
+            if !existed { for suffix in ["", "-journal", "-wal"] { unlink(path + suffix) } }
+            if let error = error as? JournalError { throw error }
             throw JournalError.reading(error, path: path)
         }
     }
@@ -165,6 +168,12 @@ public final class Journal {
     public func hasRoom(for bytes: Int) -> Bool {
         guard let free = Journal.freeBytes(at: (path as NSString).deletingLastPathComponent) else { return true }
         return free >= Journal.reserveBytes + 2 * Int64(bytes)
+    }
+
+    /// The journal file's size in bytes (its WAL not counted).
+    public var fileBytes: Int {
+        var status = stat()
+        return stat(path, &status) == 0 ? Int(status.st_size) : 0
     }
 
     /// The bytes this process may still write on the file system of `directory`.

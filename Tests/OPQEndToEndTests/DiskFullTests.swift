@@ -146,6 +146,7 @@ struct FileSystemError: Error, CustomStringConvertible {
         #expect(FileManager.default.createFile(atPath: release, contents: nil))
         let waited = try client.request(timeout: 40) { $0.wait.operation = receipt.operations[0]; $0.wait.timeoutSeconds = 30 }.reply.waited
         #expect(!waited.timedOut, "it did not finish\n\(cluster.logs)")
+        #expect(cluster.coordinator?.output.contains("journal disk full") == true, "\(cluster.logs)")
         // …and dies before there is room. The worker still holds the report and gives it to the next one.
         cluster.killCoordinator()
         try FileManager.default.removeItem(atPath: filler)
