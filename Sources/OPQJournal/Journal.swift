@@ -179,7 +179,8 @@ public final class Journal {
     /// The bytes this process may still write on the file system of `directory`.
     static func freeBytes(at directory: String) -> Int64? {
         var info = statvfs()
-        guard statvfs(directory.isEmpty ? "." : directory, &info) == 0 else { return nil }
+        // A file system that reports no size at all (some FUSE ones) says nothing about its free space.
+        guard statvfs(directory.isEmpty ? "." : directory, &info) == 0, info.f_blocks > 0 else { return nil }
         // Root may use the blocks ext4 reserves for it; others may not.
         let blocks = geteuid() == 0 ? UInt64(info.f_bfree) : UInt64(info.f_bavail)
         return Int64(clamping: blocks.multipliedReportingOverflow(by: UInt64(info.f_frsize)).partialValue)

@@ -63,6 +63,23 @@ struct FileSystemError: Error, CustomStringConvertible {
     /// Seconds recovered attempts wait for their workers (see `DurabilityTests.grace`).
     static let grace = ["--recovery-grace", "30"]
 
+    /// A coordinator whose state directory is a 16 MB tmpfs, one worker of `slots` slots, a client, and
+    /// an operation `name` that says when it starts, runs until the returned release file exists, then
+    /// appends its name to the returned evidence file. Stop with `disk.unmount()`, then `cluster.stop()`.
+    static func start(slots: Int, holding name: String) throws
+        -> (cluster: TestCluster, disk: SmallFileSystem, client: CoordinatorConnection, held: OperationSpec, started: Signal, release: String, file: String) {
+        let cluster = try TestCluster()
+        let disk = try SmallFileSystem(megabytes: 16, at: cluster.stateDirectory)
+        try cluster.startCoordinator(grace)
+        try cluster.startWorker("w1", slots: slots)
+        let started = try Signal(cluster.path("started"))
+        let release = cluster.path("release")
+        let file = cluster.path("ran")
+        let held = OperationSpec(name: name, work: .command(Command(["/bin/sh", "-c",
+            "echo \"$3\" > \"$1\"; while [ ! -e \"$2\" ]; do sleep 0.05; done; echo \"$3\" >> \"$0\"", file, started.path, release, name])))
+        return (cluster, disk, try CoordinatorConnection(endpoint: cluster.clientsEndpoint), held, started, release, file)
+    }
+
     /// Whether `error` is the coordinator's refusal for a full state disk.
     static func isDiskFullRefusal(_ error: Error, cluster: TestCluster) -> Bool {
         guard case .refused(let refusal) = error as? ClientError else { return false }
@@ -71,20 +88,10 @@ struct FileSystemError: Error, CustomStringConvertible {
     }
 
     @Test func aFullStateDiskRefusesChangesServesReadsKeepsFinishesAndResumesWhenSpaceReturns() throws {
-        let cluster = try TestCluster()
+        let (cluster, disk, connection, hold, started, release, file) = try Self.start(slots: 2, holding: "hold")
         defer { cluster.stop() }
-        let disk = try SmallFileSystem(megabytes: 16, at: cluster.stateDirectory)
         defer { disk.unmount() }
-        try cluster.startCoordinator(Self.grace)
-        try cluster.startWorker("w1", slots: 2)
-        var client = try CoordinatorConnection(endpoint: cluster.clientsEndpoint)
-
-        // `hold` runs until released; `after` depends on it.
-        let started = try Signal(cluster.path("started"))
-        let release = cluster.path("release")
-        let file = cluster.path("ran")
-        let hold = OperationSpec(name: "hold", work: .command(Command(["/bin/sh", "-c",
-            "echo hold > \"$1\"; while [ ! -e \"$2\" ]; do sleep 0.05; done; echo hold >> \"$0\"", file, started.path, release])))
+        var client = connection
         let after = OperationSpec(name: "after", work: Evidence.append("after", to: file), dependencies: [.name("hold")])
         let first = try client.submit(Submission([hold, after]))
         #expect(started.wait(within: 30) != nil, "hold did not start\n\(cluster.logs)")
@@ -127,18 +134,11 @@ struct FileSystemError: Error, CustomStringConvertible {
     }
 
     @Test func aFinishHeldInMemoryOnAFullDiskSurvivesACrashThroughItsWorker() throws {
-        let cluster = try TestCluster()
+        let (cluster, disk, connection, once, started, release, file) = try Self.start(slots: 1, holding: "once")
         defer { cluster.stop() }
-        let disk = try SmallFileSystem(megabytes: 16, at: cluster.stateDirectory)
         defer { disk.unmount() }
-        try cluster.startCoordinator(Self.grace)
-        try cluster.startWorker("w1", slots: 1)
-        var client = try CoordinatorConnection(endpoint: cluster.clientsEndpoint)
-        let started = try Signal(cluster.path("started"))
-        let release = cluster.path("release")
-        let file = cluster.path("ran")
-        let receipt = try client.submit(Submission([OperationSpec(name: "once", work: .command(Command(["/bin/sh", "-c",
-            "echo once > \"$1\"; while [ ! -e \"$2\" ]; do sleep 0.05; done; echo once >> \"$0\"", file, started.path, release])))]))
+        var client = connection
+        let receipt = try client.submit(Submission([once]))
         #expect(started.wait(within: 30) != nil, "it did not start\n\(cluster.logs)")
 
         // It finishes while the disk is full: the coordinator shows it, but cannot journal it…

@@ -205,31 +205,16 @@ import Testing
         #expect(try client.finish(receipt.job, within: 60, cluster: cluster).counts.cancelled == 1)
     }
 
-    @Test func aSecondCoordinatorOnTheSameStateDirectoryRefusesToStart() throws {
-        let cluster = try TestCluster()
-        defer { cluster.stop() }
-        try cluster.startCoordinator()
-        let client = try CoordinatorConnection(endpoint: cluster.clientsEndpoint)
-        _ = try client.request { $0.listQueues = Opq_V1_ListQueues() }  // the first one is up
-        let second = try ChildProcess(
-            "opq-coordinator",
-            ["--workers-endpoint", "ipc://\(cluster.path("w2.sock"))", "--clients-endpoint", "ipc://\(cluster.path("c2.sock"))",
-             "--state", cluster.stateDirectory],
-            name: "second", logDirectory: cluster.directory)
-        defer { second.stop() }
-        let status = try #require(second.waitForExit(within: 30), "the second coordinator kept running")
-        #expect((status >> 8) & 0xFF == 2)
-        #expect(second.output.contains("is in use by another opq-coordinator"), "\(second.output)")
-        #expect(cluster.coordinator?.isRunning == true)
-    }
-
-    @Test func aSecondCoordinatorIsRefusedAlsoWhenTheLockFileWasRemoved() throws {
+    /// A second coordinator on the same state directory exits with status 2 — also when the first one's
+    /// lock file was removed (the journal file itself stays locked) — and the first one keeps its journal.
+    @Test(arguments: [false, true])
+    func aSecondCoordinatorOnTheSameStateDirectoryRefusesToStart(lockFileRemoved: Bool) throws {
         let cluster = try TestCluster()
         defer { cluster.stop() }
         try cluster.startCoordinator()
         let client = try CoordinatorConnection(endpoint: cluster.clientsEndpoint)
         _ = try client.request { $0.listQueues = Opq_V1_ListQueues() }  // the first one is up, its journal open
-        try FileManager.default.removeItem(atPath: cluster.stateDirectory + "/lock")
+        if lockFileRemoved { try FileManager.default.removeItem(atPath: cluster.stateDirectory + "/lock") }
         let second = try ChildProcess(
             "opq-coordinator",
             ["--workers-endpoint", "ipc://\(cluster.path("w2.sock"))", "--clients-endpoint", "ipc://\(cluster.path("c2.sock"))",
@@ -238,7 +223,9 @@ import Testing
         defer { second.stop() }
         let status = try #require(second.waitForExit(within: 30), "a second coordinator runs on the same journal")
         #expect((status >> 8) & 0xFF == 2)
-        #expect(second.output.contains("journal.sqlite is locked by another process"), "\(second.output)")
+        let expected = lockFileRemoved ? "journal.sqlite is locked by another process" : "is in use by another opq-coordinator"
+        #expect(second.output.contains(expected), "\(second.output)")
+        #expect(cluster.coordinator?.isRunning == true)
         // The first one still owns the journal: what it acknowledges survives its restart.
         let receipt = try client.submit(Submission([OperationSpec(name: "a")]))
         #expect(receipt.job == 1)
