@@ -46,6 +46,8 @@ public final class Journal {
     private var pendingOutputs: [(OperationID, OperationOutput)] = []
     /// An entry that could not be encoded: the next commit fails with it.
     private var encodingProblem: String?
+    /// The file system's free bytes when last read, and when (`DispatchTime` nanoseconds).
+    private var freeSpace: (bytes: Int64, readAt: UInt64)?
 
     /// Opens (or creates) the journal at `path` and takes its lock. A file that is empty, is not an opq
     /// journal, is damaged, is locked by another process or cannot be read is an error — never replaced
@@ -165,10 +167,23 @@ public final class Journal {
     /// Whether the journal's file system has room for `bytes` more (twice over, WAL pages being larger
     /// than records) plus ``reserveBytes``: a change is refused before it is applied when it has not.
     /// True when the free space cannot be read (the commit then decides).
+    ///
+    /// The free space is read again (`statvfs`, a few µs) at every call once it is below
+    /// ``closelyWatchedBytes``, and at most once a second above it: a disk that fills faster than that
+    /// is caught by the failing commit instead (``JournalError/diskFull(path:)``).
     public func hasRoom(for bytes: Int) -> Bool {
-        guard let free = Journal.freeBytes(at: (path as NSString).deletingLastPathComponent) else { return true }
-        return free >= Journal.reserveBytes + 2 * Int64(bytes)
+        let needed = Journal.reserveBytes + 2 * Int64(bytes)
+        let now = DispatchTime.now().uptimeNanoseconds
+        if let known = freeSpace, known.bytes >= Journal.closelyWatchedBytes + needed, now &- known.readAt < 1_000_000_000 {
+            return true
+        }
+        freeSpace = Journal.freeBytes(at: (path as NSString).deletingLastPathComponent).map { ($0, now) }
+        guard let free = freeSpace?.bytes else { return true }
+        return free >= needed
     }
+
+    /// Below this much free space (plus what is asked for), ``hasRoom(for:)`` reads it at every call.
+    static let closelyWatchedBytes: Int64 = 256 << 20
 
     /// The journal file's size in bytes (its WAL not counted).
     public var fileBytes: Int {
