@@ -71,11 +71,11 @@ public final class Journal {
             database = try DatabaseQueue(path: path, configuration: configuration)
             try database.writeWithoutTransaction { db in try Journal.prepareSchema(db, path: path) }
         } catch {
+            let failure = error as? JournalError ?? JournalError.reading(error, path: path)
             // A journal this call created but could not finish (a full disk) must not stay behind: the next
-            // start would find an empty file and refuse it.
-            if !existed { for suffix in ["", "-journal", "-wal"] { unlink(path + suffix) } }
-            if let error = error as? JournalError { throw error }
-            throw JournalError.reading(error, path: path)
+            // start would find an empty file and refuse it. Unless another process holds it: then it is theirs.
+            if !existed, !failure.isLocked { for suffix in ["", "-journal", "-wal"] { unlink(path + suffix) } }
+            throw failure
         }
     }
 

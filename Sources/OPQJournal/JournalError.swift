@@ -58,6 +58,14 @@ public enum JournalError: Error, CustomStringConvertible {
         }
     }
 
+    /// Whether another process holds the state directory or the journal.
+    var isLocked: Bool {
+        switch self {
+        case .locked, .journalLocked: true
+        default: false
+        }
+    }
+
     /// Maps an SQLite error met while opening or reading `path`.
     static func reading(_ error: Error, path: String) -> JournalError {
         guard let error = error as? DatabaseError else { return .unreadable(path: path, problem: "\(error)") }
@@ -66,6 +74,8 @@ public enum JournalError: Error, CustomStringConvertible {
             return .corrupt(path: path, problem: error.message ?? "\(error.resultCode)")
         case .SQLITE_BUSY, .SQLITE_LOCKED:
             return .journalLocked(path: path)
+        case .SQLITE_FULL:
+            return .diskFull(path: path)
         default:
             return .unreadable(path: path, problem: error.message ?? "\(error.resultCode)")
         }

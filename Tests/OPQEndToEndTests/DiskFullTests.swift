@@ -133,6 +133,25 @@ struct FileSystemError: Error, CustomStringConvertible {
         #expect(log.contains("journal disk full") && log.contains("journal writable again"), "\(cluster.logs)")
     }
 
+    @Test func aCoordinatorStartingOnAFullDiskSaysSoAndLeavesNoEmptyJournalBehind() throws {
+        let cluster = try TestCluster()
+        defer { cluster.stop() }
+        let disk = try SmallFileSystem(megabytes: 4, at: cluster.stateDirectory)
+        defer { disk.unmount() }
+        let filler = try disk.fill()
+        try cluster.startCoordinator()
+        let coordinator = try #require(cluster.coordinator)
+        let status = try #require(coordinator.waitForExit(within: 30), "it started without a journal\n\(coordinator.output)")
+        #expect((status >> 8) & 0xFF == 2)
+        #expect(coordinator.output.contains("the coordinator's state disk is full (\(cluster.stateDirectory)/journal.sqlite)"), "\(coordinator.output)")
+        #expect(!FileManager.default.fileExists(atPath: cluster.stateDirectory + "/journal.sqlite"))
+        // With room again it starts, fresh.
+        try FileManager.default.removeItem(atPath: filler)
+        try cluster.startCoordinator()
+        let client = try CoordinatorConnection(endpoint: cluster.clientsEndpoint)
+        #expect(try client.submit(Submission([OperationSpec(name: "a")])).job == 1)
+    }
+
     @Test func aFinishHeldInMemoryOnAFullDiskSurvivesACrashThroughItsWorker() throws {
         let (cluster, disk, connection, once, started, release, file) = try Self.start(slots: 1, holding: "once")
         defer { cluster.stop() }
