@@ -19,6 +19,9 @@ extension Coordinator {
         let id = request.requestID
         func reply(_ fill: (inout Opq_V1_Reply) -> Void) { queueToClient(.reply(id, fill), identity: identity) }
         func refuse(_ error: RequestError) { queueToClient(.reply(id, error: Opq_V1_Error(error)), identity: identity) }
+        if let full = try journalRefusal(of: request, bytes: frames.reduce(0) { $0 + $1.count }) {
+            return queueToClient(.reply(id, error: full), identity: identity)
+        }
 
         switch request.body {
         case .submit(let submit):
@@ -81,12 +84,7 @@ extension Coordinator {
         case .wait(let wait):
             self.wait(wait, requestID: id, identity: identity, now: now)
         case .prune(let prune):
-            let pruned = try self.prune(olderThan: prune.hasOlderThanSeconds ? prune.olderThanSeconds : nil)
-            logger.info("pruned finished jobs", metadata: ["jobs": "\(pruned.jobs.count)", "operations": "\(pruned.operations)"])
-            reply {
-                $0.pruned.jobs = pruned.jobs.map(\.rawValue)
-                $0.pruned.operations = UInt64(pruned.operations)
-            }
+            try self.prune(prune, requestID: id, identity: identity)
         case .heartbeat, nil:
             break
         }

@@ -17,7 +17,7 @@ extension Coordinator {
         }
         workerOutbox.removeAll(keepingCapacity: true)
         try absorbAndCommit()
-        while !orders.isEmpty {
+        while mayOrder, !orders.isEmpty {
             let pending = orders
             orders.removeAll(keepingCapacity: true)
             for (id, items) in pending {

@@ -16,6 +16,31 @@ struct Durability {
     var jobFinishedAt: [JobID: Double] = [:]
     /// While attempts recovered from the journal wait for their workers: when they get a new attempt.
     var recoveryDeadline: Double?
+    /// Set while the journal cannot be written because its disk is full.
+    var stall: JournalStall?
+}
+
+/// The journal's disk is full: the records of the turns since the last commit wait in memory (in the
+/// journal's queue) and are committed as soon as there is room again, without a restart.
+///
+/// While it lasts (SEMANTICS §10 holds throughout: nothing is acknowledged before it is journaled):
+/// - changes from clients (submit, cancel, queue settings, priorities, dependencies, prune) are refused
+///   with "the coordinator's state disk is full (PATH): free space; nothing was accepted", before they
+///   touch anything; reads (status, list, show, logs, watch, wait) are served from memory as usual;
+/// - the replies of the turn whose commit failed are held: they acknowledge changes not journaled yet;
+/// - operations already running keep running; their workers' reports are applied in memory, and their
+///   finishes are not acknowledged to the workers (`reports_durable` stays behind), so each worker keeps
+///   its `Finished` reports in its outbox and sends them again to a restarted coordinator;
+/// - no order (dispatch, kill) leaves the coordinator: a dispatch is an attempt that must be journaled
+///   first, so nothing new starts until the disk has room again.
+/// When a commit succeeds again, the held replies go out, then the orders the core still stands behind.
+struct JournalStall {
+    /// When the first commit failed (the loop's clock).
+    let since: Double
+    /// When a commit was last tried.
+    var lastAttempt: Double
+    /// The replies of the turn whose commit failed.
+    var heldReplies: [[[UInt8]]]
 }
 
 extension Coordinator {
@@ -58,23 +83,104 @@ extension Coordinator {
 
     /// Commits the turn's journal entries; only then may its acknowledgements and dispatches go out.
     /// Reports journaled now are acknowledged to their workers with the next message they are sent.
-    func commitJournal() throws {
-        guard let durability, durability.journal.hasPending else { return }
-        try durability.journal.commit()
+    /// Returns false while the journal's disk is full (see ``JournalStall``): the entries stay queued and
+    /// nothing that depends on them may be sent. Any other write failure is thrown (the coordinator stops).
+    @discardableResult
+    func commitJournal() throws -> Bool {
+        guard let journal = durability?.journal, journal.hasPending else { return true }
+        let now = clock.now()
+        if let stall = durability!.stall, now - stall.lastAttempt < Coordinator.stallRetryInterval,
+           !journal.hasRoom(for: journal.pendingBytes) {
+            return false
+        }
+        do {
+            try journal.commit()
+        } catch {
+            guard case .diskFull = error else { throw error }
+            if durability!.stall == nil {
+                logger.error("journal disk full: refusing changes until there is room; running work continues", metadata: [
+                    "journal": "\(journal.path)", "pending.bytes": "\(journal.pendingBytes)",
+                ])
+                durability!.stall = JournalStall(since: now, lastAttempt: now, heldReplies: clientOutbox)
+                clientOutbox.removeAll()
+            }
+            durability!.stall!.lastAttempt = now
+            return false
+        }
+        if let stall = durability!.stall {
+            durability!.stall = nil
+            logger.notice("journal writable again: accepting changes", metadata: ["stalled.seconds": "\(now - stall.since)"])
+            clientOutbox.insert(contentsOf: stall.heldReplies, at: 0)
+            dropOrdersTheCoreNoLongerHolds()
+        }
         for (id, session) in sessions where session.reportsDurable < session.reportsReceived {
             sessions[id]!.reportsDurable = session.reportsReceived
         }
+        return true
     }
 
-    /// Takes the core's effects and commits what they journal.
-    func absorbAndCommit() throws {
+    /// Seconds between commits tried while the journal's disk looks full (one is tried at once when the
+    /// file system reports room, so a change sent after space returns is accepted).
+    static let stallRetryInterval = 1.0
+
+    /// Whether orders may be sent: not while the journal's disk is full (they depend on unjournaled records).
+    var mayOrder: Bool { durability?.stall == nil }
+
+    /// After a stall, drops the orders that went stale while they waited (their worker was lost or
+    /// registered again, the attempt finished or moved on): only what the core still holds goes out.
+    private func dropOrdersTheCoreNoLongerHolds() {
+        for (worker, items) in orders {
+            orders[worker] = items.filter { order in
+                let (id, attempt): (UInt64, UInt32)
+                switch order.kind {
+                case .dispatch(let dispatch): (id, attempt) = (dispatch.operation, dispatch.attempt)
+                case .kill(let kill): (id, attempt) = (kill.operation, kill.attempt)
+                case nil: return false
+                }
+                guard let operation = core.operation(OperationID(id)) else { return false }
+                return operation.worker == worker && operation.attempt == Int(attempt)
+                    && (operation.state == .dispatched || operation.state == .executing)
+            }
+        }
+    }
+
+    /// The refusal of a client's change that the journal cannot take now (nil for reads, and for changes
+    /// when it can): while its disk is full, or when it has less free space than the change needs
+    /// (`bytes`, the request's size) plus a reserve — refused before it touches anything, so nothing of it
+    /// is accepted. Space that came back ends a stall here at once.
+    func journalRefusal(of request: Opq_V1_ClientRequest, bytes: Int) throws -> Opq_V1_Error? {
+        guard let journal = durability?.journal else { return nil }
+        switch request.body {
+        case .submit, .cancel, .setQueue, .setPriority, .addDependency, .removeDependency, .prune: break
+        default: return nil
+        }
+        // A prune rewrites the journal: it needs room for a compacted copy.
+        var needed = bytes
+        if case .prune = request.body { needed = max(bytes, journal.fileBytes) }
+        if durability!.stall != nil, journal.hasRoom(for: journal.pendingBytes + needed) { try commitJournal() }
+        guard durability!.stall != nil || !journal.hasRoom(for: needed) else { return nil }
+        return diskFullError
+    }
+
+    /// What a client is told when a change cannot be journaled.
+    var diskFullError: Opq_V1_Error {
+        var error = Opq_V1_Error()
+        error.code = .internal
+        error.message = JournalError.diskFull(path: durability?.journal.path ?? "?").description
+        return error
+    }
+
+    /// Takes the core's effects and commits what they journal. False while the journal's disk is full.
+    @discardableResult
+    func absorbAndCommit() throws -> Bool {
         absorbEffects()
-        try commitJournal()
+        let committed = try commitJournal()
         if durability == nil {
             for (id, session) in sessions where session.reportsDurable < session.reportsReceived {
                 sessions[id]!.reportsDurable = session.reportsReceived
             }
         }
+        return committed
     }
 
     /// Starts the grace period for attempts recovered from the journal (their workers reconnect and say
@@ -100,22 +206,41 @@ extension Coordinator {
     }
 
     /// `opq prune`: forgets finished jobs (finished at least `olderThan` seconds ago, if given), in the
-    /// core and in the journal. Returns the jobs pruned and how many operations they held.
-    func prune(olderThan: Double?) throws -> (jobs: [JobID], operations: Int) {
-        let cutoff = olderThan.map { Date().timeIntervalSince1970 - $0 }
+    /// journal, then in the core, and replies with the jobs pruned and how many operations they held.
+    /// The journal is rewritten first (that needs room for a compacted copy), from a copy of the core
+    /// that is kept only when the journal has been: on a full disk the client is told and nothing is
+    /// forgotten. (The copy duplicates the core's storage for the moment of a prune.)
+    func prune(_ request: Opq_V1_Prune, requestID: UInt64, identity: [UInt8]) throws {
+        let cutoff = request.hasOlderThanSeconds ? Date().timeIntervalSince1970 - request.olderThanSeconds : nil
+        guard try absorbAndCommit() else { return refusePrune(requestID: requestID, identity: identity) }
+        var pruning = core
         var pruned: [Scheduler.PrunedJob] = []
         for number in 1...max(1, UInt64(core.jobCount)) where number <= UInt64(core.jobCount) {
             let job = JobID(number)
-            guard core.isFinished(job: job) == true else { continue }
+            guard pruning.isFinished(job: job) == true else { continue }
             if let cutoff, (durability?.jobFinishedAt[job] ?? 0) > cutoff { continue }
-            if let record = core.prune(job: job) { pruned.append(record) }
+            if let record = pruning.prune(job: job) { pruned.append(record) }
         }
+        do {
+            try durability?.journal.prune(pruned)
+        } catch {
+            guard case .diskFull = error else { throw error }
+            return refusePrune(requestID: requestID, identity: identity)
+        }
+        core = pruning
         for record in pruned {
             durability?.jobFinishedAt[record.job] = nil
             for k in record.outcomes.indices { outputs.remove(OperationID(record.first.rawValue + UInt64(k))) }
         }
-        try absorbAndCommit()
-        try durability?.journal.prune(pruned)
-        return (pruned.map(\.job), pruned.reduce(0) { $0 + $1.outcomes.count })
+        let operations = pruned.reduce(0) { $0 + $1.outcomes.count }
+        logger.info("pruned finished jobs", metadata: ["jobs": "\(pruned.count)", "operations": "\(operations)"])
+        queueToClient(.reply(requestID) {
+            $0.pruned.jobs = pruned.map(\.job.rawValue)
+            $0.pruned.operations = UInt64(operations)
+        }, identity: identity)
+    }
+
+    private func refusePrune(requestID: UInt64, identity: [UInt8]) {
+        queueToClient(.reply(requestID, error: diskFullError), identity: identity)
     }
 }

@@ -155,7 +155,9 @@ public final class Coordinator: @unchecked Sendable {
 
     private func shutdown() throws {
         logger.info("coordinator shutting down", metadata: ["workers": "\(sessions.count)"])
-        try absorbAndCommit()
+        if try !absorbAndCommit() {
+            logger.warning("journal disk still full: records not journaled are dropped (none was acknowledged; workers keep their finishes)")
+        }
         for session in sessions.values {
             var message = Opq_V1_CoordinatorToWorker()
             message.disconnect.reason = "coordinator shutting down"

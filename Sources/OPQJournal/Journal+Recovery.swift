@@ -23,7 +23,7 @@ extension Journal {
             } catch let error as JournalError {
                 throw error
             } catch {
-                throw JournalError.inconsistent(path: path, record: seq, problem: "\(entry): \(error)")
+                throw JournalError.inconsistent(path: path, record: seq, problem: "\(entry.summary): \(error)")
             }
             state.entries += 1
             if core.effects.count > 4_096 { _ = core.takeEffects() }
@@ -36,7 +36,7 @@ extension Journal {
         switch entry {
         case let .submitted(receipt, submission, key):
             let replayed = try core.submit(submission, at: time)
-            guard replayed == receipt else { throw ReplayMismatch(expected: "\(receipt.job)", got: "\(replayed.job)") }
+            guard replayed == receipt else { throw ReplayMismatch(recorded: receipt, replayed: replayed) }
             if !key.isEmpty { state.receipts[key] = receipt }
         case .cancelled(let ids):
             try core.restoreCancel(ids, at: time)
@@ -62,9 +62,46 @@ extension Journal {
     }
 }
 
-/// A replayed submission got other ids than the journal recorded.
+/// A replayed submission got other ids than the journal recorded: an earlier record already claimed
+/// them, which only happens when two coordinators wrote the journal at once.
 struct ReplayMismatch: Error, CustomStringConvertible {
-    let expected: String
-    let got: String
-    var description: String { "the submission was recorded as \(expected) but replays as \(got)" }
+    let recorded: SubmissionReceipt
+    let replayed: SubmissionReceipt
+    var description: String {
+        "it was acknowledged as \(recorded.job) but replays as \(replayed.job): an earlier commit already claims "
+            + "\(recorded.job), so two coordinators wrote this journal at the same time"
+    }
+}
+
+extension JournalEntry {
+    /// The entry in a few words, for error messages (a submission's operations are not listed).
+    var summary: String {
+        switch self {
+        case let .submitted(receipt, _, key):
+            let ids = receipt.operations.first.map { first in
+                receipt.operations.count == 1 ? " (\(first))" : " (\(first)…\(receipt.operations.last!))"
+            } ?? ""
+            return "the submission of \(receipt.job)\(ids)" + (key.isEmpty ? "" : " with idempotency key '\(key)'")
+        case .cancelled(let ids):
+            return ids.count == 1 ? "the cancel of \(ids[0])" : "a cancel of \(ids.count) operations"
+        case let .queueSettings(queue, _, _):
+            return "the settings of queue '\(queue)'"
+        case let .priority(id, _):
+            return "a priority change of \(id)"
+        case let .dependency(id, on, added):
+            return "\(added ? "a dependency added" : "a dependency removed"): \(id) on \(on)"
+        case let .attempt(id, attempt, worker):
+            return "attempt \(attempt) of \(id) on worker '\(worker)'"
+        case .retry(let id, _):
+            return "a retry of \(id)"
+        case .requeue(let id):
+            return "a requeue of \(id)"
+        case let .finished(id, outcome, _):
+            return "the finish of \(id) (\(outcome))"
+        case .jobFinished(let job, _):
+            return "the end of \(job)"
+        case .pruned(let pruned):
+            return "the pruned \(pruned.job)"
+        }
+    }
 }

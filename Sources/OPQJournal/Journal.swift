@@ -14,6 +14,16 @@ import OPQCore
 /// process; the last turns before a power loss may not) or ``Sync/powerLoss`` (`synchronous=FULL`: every
 /// commit is fsynced).
 ///
+/// One writer, enforced on the file itself: the connection uses SQLite's exclusive locking mode, so it
+/// takes the journal file's lock when it opens the journal and holds it until it closes (WAL then keeps
+/// its index in the process's memory, with no `-shm` file). A second process — a second coordinator whose
+/// state directory's lock file was removed — cannot even read the journal: it gets
+/// ``JournalError/journalLocked(path:)``. The lock lives on the file's inode, so deleting or replacing
+/// the state directory's lock file does not release it.
+///
+/// Disk full: a commit that fails with `SQLITE_FULL` throws ``JournalError/diskFull(path:)`` and keeps
+/// what was queued, so the caller can commit it again once there is space (``hasRoom(for:)``).
+///
 /// Used by one thread at a time (the coordinator's loop).
 public final class Journal {
     /// How hard a commit pushes to stable storage.
@@ -36,24 +46,36 @@ public final class Journal {
     private var pendingOutputs: [(OperationID, OperationOutput)] = []
     /// An entry that could not be encoded: the next commit fails with it.
     private var encodingProblem: String?
+    /// The file system's free bytes when last read, and when (`DispatchTime` nanoseconds).
+    private var freeSpace: (bytes: Int64, readAt: UInt64)?
 
-    /// Opens (or creates) the journal at `path`. A file that is not an opq journal, is damaged, is locked
-    /// by another process or cannot be read is an error — never replaced by an empty journal.
+    /// Opens (or creates) the journal at `path` and takes its lock. A file that is empty, is not an opq
+    /// journal, is damaged, is locked by another process or cannot be read is an error — never replaced
+    /// by an empty journal, and left as it was.
     public init(path: String, sync: Sync = .processCrash) throws(JournalError) {
         self.path = path
+        var status = stat()
+        if stat(path, &status) == 0, status.st_size == 0, (status.st_mode & S_IFMT) == S_IFREG {
+            throw .empty(path: path)
+        }
         var configuration = Configuration()
         configuration.label = "opq.journal"
         configuration.busyMode = .immediateError
         configuration.prepareDatabase { db in
+            // Before the first read: the lock is then taken at once and held until the journal closes.
+            try db.execute(sql: "PRAGMA locking_mode = EXCLUSIVE")
             try db.execute(sql: "PRAGMA synchronous = \(sync == .powerLoss ? "FULL" : "NORMAL")")
         }
+        let existed = access(path, F_OK) == 0
         do {
             database = try DatabaseQueue(path: path, configuration: configuration)
             try database.writeWithoutTransaction { db in try Journal.prepareSchema(db, path: path) }
-        } catch let error as JournalError {
-            throw error
         } catch {
-            throw JournalError.reading(error, path: path)
+            let failure = error as? JournalError ?? JournalError.reading(error, path: path)
+            // A journal this call created but could not finish (a full disk) must not stay behind: the next
+            // start would find an empty file and refuse it. Unless another process holds it: then it is theirs.
+            if !existed, !failure.isLocked { for suffix in ["", "-journal", "-wal"] { unlink(path + suffix) } }
+            throw failure
         }
     }
 
@@ -127,10 +149,72 @@ public final class Journal {
                 }
             }
         } catch {
-            throw .writeFailed(path: path, problem: "\(error)")
+            throw Journal.writing(error, path: path)
         }
         pending.reset()
         pendingOutputs.removeAll(keepingCapacity: true)
+    }
+
+    /// Bytes waiting for ``commit()`` (entries and output tails).
+    public var pendingBytes: Int {
+        pendingOutputs.reduce(pending.buffer.count) { $0 + $1.1.stdout.count + $1.1.stderr.count + $1.1.errorMessage.utf8.count + 64 }
+    }
+
+    /// Free space the journal's file system must keep besides what a commit writes: WAL frames are whole
+    /// pages, and a checkpoint grows the database file.
+    public static let reserveBytes: Int64 = 1 << 20
+
+    /// Whether the journal's file system has room for `bytes` more (twice over, WAL pages being larger
+    /// than records) plus ``reserveBytes``: a change is refused before it is applied when it has not.
+    /// True when the free space cannot be read (the commit then decides).
+    ///
+    /// The free space is read again (`statvfs`, a few µs) at every call once it is below
+    /// ``closelyWatchedBytes``, and at most once a second above it: a disk that fills faster than that
+    /// is caught by the failing commit instead (``JournalError/diskFull(path:)``).
+    public func hasRoom(for bytes: Int) -> Bool {
+        let needed = Journal.reserveBytes + 2 * Int64(bytes)
+        let now = DispatchTime.now().uptimeNanoseconds
+        if let known = freeSpace, known.bytes >= Journal.closelyWatchedBytes + needed, now &- known.readAt < 1_000_000_000 {
+            return true
+        }
+        freeSpace = Journal.freeBytes(at: (path as NSString).deletingLastPathComponent).map { ($0, now) }
+        guard let free = freeSpace?.bytes else { return true }
+        return free >= needed
+    }
+
+    /// Below this much free space (plus what is asked for), ``hasRoom(for:)`` reads it at every call.
+    static let closelyWatchedBytes: Int64 = 256 << 20
+
+    /// The journal file's size in bytes (its WAL not counted).
+    public var fileBytes: Int {
+        var status = stat()
+        return stat(path, &status) == 0 ? Int(status.st_size) : 0
+    }
+
+    /// The bytes this process may still write on the file system of `directory`.
+    static func freeBytes(at directory: String) -> Int64? {
+        var info = statvfs()
+        // A file system that reports no size at all (some FUSE ones) says nothing about its free space.
+        guard statvfs(directory.isEmpty ? "." : directory, &info) == 0, info.f_blocks > 0 else { return nil }
+        // Root may use the blocks ext4 reserves for it; others may not.
+        let blocks = geteuid() == 0 ? UInt64(info.f_bfree) : UInt64(info.f_bavail)
+        return Int64(clamping: blocks.multipliedReportingOverflow(by: UInt64(info.f_frsize)).partialValue)
+    }
+
+    /// Caps the journal at its current size plus `pages` pages (SQLite's `max_page_count`): writes past
+    /// it fail with `SQLITE_FULL`, as on a full file system. For tests.
+    func limitPages(toCurrentPlus pages: Int) throws {
+        try database.writeWithoutTransaction { db in
+            let current = try Int.fetchOne(db, sql: "PRAGMA page_count") ?? 0
+            try db.execute(sql: "PRAGMA max_page_count = \(current + pages)")
+        }
+    }
+
+    /// Maps an error met while writing: a full file system is ``JournalError/diskFull(path:)``.
+    static func writing(_ error: Error, path: String) -> JournalError {
+        if let error = error as? JournalError { return error }
+        if let error = error as? DatabaseError, error.resultCode == .SQLITE_FULL { return .diskFull(path: path) }
+        return .writeFailed(path: path, problem: "\(error)")
     }
 
     private func write(_ db: Database) throws {
@@ -265,14 +349,15 @@ public final class Journal {
                     }
                     return .commit
                 }
-                // Give the freed pages back to the file system (SQLite would reuse them anyway).
-                try db.execute(sql: "VACUUM")
-                try db.execute(sql: "PRAGMA wal_checkpoint(TRUNCATE)")
+                // Give the freed pages back to the file system (SQLite would reuse them anyway). VACUUM
+                // needs room for a copy of the file: on a full disk the pruned journal stays as it is.
+                do {
+                    try db.execute(sql: "VACUUM")
+                    try db.execute(sql: "PRAGMA wal_checkpoint(TRUNCATE)")
+                } catch let error as DatabaseError where error.resultCode == .SQLITE_FULL {}
             }
-        } catch let error as JournalError {
-            throw error
         } catch {
-            throw .writeFailed(path: path, problem: "\(error)")
+            throw Journal.writing(error, path: path)
         }
     }
 }

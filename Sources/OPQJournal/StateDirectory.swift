@@ -6,6 +6,9 @@ import Foundation
 /// The coordinator's state directory (`--state DIR`): the journal and a lock file that keeps a second
 /// coordinator out. The lock is an `flock` held for the life of the process; the kernel drops it when
 /// the process ends, however it ends (a `kill -9` included), so there is no stale lock to clean up.
+/// The lock file also says who holds it (its pid), for the message a second coordinator prints. It can be
+/// deleted from under its holder, so it is only the first guard: the journal's own lock (``Journal``,
+/// held on the journal file's inode) is the one that cannot be removed.
 public final class StateDirectory {
     /// The directory.
     public let path: String

@@ -28,7 +28,11 @@ struct OPQCoordinatorCommand: ParsableCommand {
             State: every accepted change is journaled (SQLite, WAL) in the state directory before it is \
             acknowledged, and a restarted coordinator carries on from the journal: nothing acknowledged is lost \
             and no finished operation runs again. One coordinator per state directory (a second one refuses to \
-            start); a damaged or unreadable journal is an error (exit status 2), never a silent fresh start.
+            start, also if the lock file was removed: the journal file itself stays locked); an empty, damaged, \
+            unreadable or self-contradicting journal is an error (exit status 2) that leaves the file untouched, \
+            never a silent fresh start. When the state disk is full, changes (submit, cancel, …) are refused with \
+            "the coordinator's state disk is full" while reads and running work go on; it resumes by itself \
+            once there is room.
               opq-coordinator --state /var/lib/opq            # default: $XDG_STATE_HOME/opq, else ~/.local/state/opq
               opq-coordinator --fsync always                  # also survive power loss (slower commits)
             """)

@@ -21,9 +21,11 @@ enum Connection {
         return connection
     }
 
-    /// A failed request as an exit status: unreachable for transport trouble, usage for refusals.
+    /// A failed request as an exit status: unreachable for transport trouble and for a coordinator that
+    /// cannot take changes now (its state disk is full: retry later), usage for other refusals.
     static func status(for error: ClientError) -> ExitStatus {
         switch error {
+        case .refused(let refusal) where refusal.code == .internal: fail(.unreachable, refusal.message)
         case .refused(let refusal): fail(.usage, refusal.message)
         default: fail(.unreachable, "\(error)")
         }

@@ -31,7 +31,7 @@ struct OPQCommand: ParsableCommand {
               0  every operation succeeded (or the command did what it was asked)
               1  some operation failed or was cancelled
               2  usage error or job-file error (nothing was submitted)
-              3  cannot reach the coordinator
+              3  cannot reach the coordinator, or it cannot accept changes now (its state disk is full); retry later
               130  interrupted (Ctrl-C); opq run cancels the job first
             """,
         subcommands: [RunCommand.self, SubmitCommand.self, AddCommand.self, MapCommand.self, WatchCommand.self, WaitCommand.self, StatusCommand.self, ListCommand.self, ShowCommand.self,

@@ -26,6 +26,31 @@ import Testing
         return try CoordinatorConnection(endpoint: cluster.clientsEndpoint)
     }
 
+    /// Runs `script` in python3 (its sqlite3 module: the journal as another SQLite program sees it).
+    static func python(_ script: String) throws {
+        let python = Process()
+        python.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        python.arguments = ["python3", "-c", script]
+        try python.run()
+        python.waitUntilExit()
+        #expect(python.terminationStatus == 0, "python3 -c \(script)")
+    }
+
+    /// Starts the coordinator over the journal as it is and expects a refusal: exit status 2, `message` in
+    /// its output, and the journal file byte for byte as it was. Returns the output.
+    @discardableResult
+    static func expectRefusalToStart(_ cluster: TestCluster, saying message: String) throws -> String {
+        let journal = URL(fileURLWithPath: cluster.stateDirectory + "/journal.sqlite")
+        let before = try Data(contentsOf: journal)
+        try cluster.startCoordinator()
+        let coordinator = try #require(cluster.coordinator)
+        let status = try #require(coordinator.waitForExit(within: 30), "the coordinator started over the journal\n\(coordinator.output)")
+        #expect((status >> 8) & 0xFF == 2)
+        #expect(coordinator.output.contains(message), "\(coordinator.output)")
+        #expect(try Data(contentsOf: journal) == before, "the journal was changed")
+        return coordinator.output
+    }
+
     @Test(arguments: 1...10)
     func killingTheCoordinatorDuringA500OperationDAGLosesNothingAndRunsEverythingOnce(seed: UInt64) throws {
         let (cluster, connection) = try Self.start(workers: 3, slots: 3)
@@ -205,48 +230,72 @@ import Testing
         #expect(try client.finish(receipt.job, within: 60, cluster: cluster).counts.cancelled == 1)
     }
 
-    @Test func aSecondCoordinatorOnTheSameStateDirectoryRefusesToStart() throws {
+    /// A second coordinator on the same state directory exits with status 2 — also when the first one's
+    /// lock file was removed (the journal file itself stays locked) — and the first one keeps its journal.
+    @Test(arguments: [false, true])
+    func aSecondCoordinatorOnTheSameStateDirectoryRefusesToStart(lockFileRemoved: Bool) throws {
         let cluster = try TestCluster()
         defer { cluster.stop() }
         try cluster.startCoordinator()
         let client = try CoordinatorConnection(endpoint: cluster.clientsEndpoint)
-        _ = try client.request { $0.listQueues = Opq_V1_ListQueues() }  // the first one is up
+        _ = try client.request { $0.listQueues = Opq_V1_ListQueues() }  // the first one is up, its journal open
+        if lockFileRemoved { try FileManager.default.removeItem(atPath: cluster.stateDirectory + "/lock") }
         let second = try ChildProcess(
             "opq-coordinator",
             ["--workers-endpoint", "ipc://\(cluster.path("w2.sock"))", "--clients-endpoint", "ipc://\(cluster.path("c2.sock"))",
              "--state", cluster.stateDirectory],
             name: "second", logDirectory: cluster.directory)
         defer { second.stop() }
-        let status = try #require(second.waitForExit(within: 30), "the second coordinator kept running")
+        let status = try #require(second.waitForExit(within: 30), "a second coordinator runs on the same journal")
         #expect((status >> 8) & 0xFF == 2)
-        #expect(second.output.contains("is in use by another opq-coordinator"), "\(second.output)")
+        let expected = lockFileRemoved ? "journal.sqlite is locked by another process" : "is in use by another opq-coordinator"
+        #expect(second.output.contains(expected), "\(second.output)")
         #expect(cluster.coordinator?.isRunning == true)
+        // The first one still owns the journal: what it acknowledges survives its restart.
+        let receipt = try client.submit(Submission([OperationSpec(name: "a")]))
+        #expect(receipt.job == 1)
+        let restarted = try Self.restart(cluster)
+        #expect(try restarted.request { $0.getJob.job = receipt.job }.reply.job.id == receipt.job)
     }
 
-    @Test(arguments: ["garbage", "sqlite"])
+    @Test func aJournalTwoCoordinatorsWroteIsAClearErrorAndLeftUntouched() throws {
+        let cluster = try TestCluster()
+        defer { cluster.stop() }
+        try cluster.startCoordinator()
+        let client = try CoordinatorConnection(endpoint: cluster.clientsEndpoint)
+        _ = try client.submit(Submission([OperationSpec(name: "a")]), idempotencyKey: "first")
+        cluster.coordinator?.signal(SIGTERM)
+        #expect(cluster.coordinator?.waitForExit(within: 30) != nil, "the coordinator did not stop\n\(cluster.logs)")
+        // What two coordinators acknowledging job-1 each leave behind: two commits claiming it.
+        let journal = cluster.stateDirectory + "/journal.sqlite"
+        try Self.python("""
+            import sqlite3; c = sqlite3.connect('\(journal)')
+            c.execute('insert into journal (entries) select entries from journal order by seq limit 1'); c.commit(); c.close()
+            """)
+        let output = try Self.expectRefusalToStart(cluster, saying: "the journal \(journal) cannot be replayed at commit")
+        #expect(output.contains("the submission of job-1 (op-1) with idempotency key 'first'") && output.contains("two coordinators"), "\(output)")
+    }
+
+    @Test(arguments: ["garbage", "sqlite", "empty"])
     func aDamagedStateFileIsAClearErrorNotAFreshStart(kind: String) throws {
         let cluster = try TestCluster()
         defer { cluster.stop() }
         try FileManager.default.createDirectory(atPath: cluster.stateDirectory, withIntermediateDirectories: true)
         let journal = cluster.stateDirectory + "/journal.sqlite"
-        if kind == "garbage" {
+        switch kind {
+        case "garbage":
             try Data(repeating: 0x5A, count: 8_192).write(to: URL(fileURLWithPath: journal))
-        } else {
+            try Self.expectRefusalToStart(cluster, saying: "is damaged or not an opq journal")
+        case "sqlite":
             // A valid SQLite file that is not an opq journal.
-            let sqlite = Process()
-            sqlite.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-            sqlite.arguments = ["python3", "-c", "import sqlite3; c = sqlite3.connect('\(journal)'); c.execute('create table t (x)'); c.commit()"]
-            try sqlite.run()
-            sqlite.waitUntilExit()
-            #expect(sqlite.terminationStatus == 0)
+            try Self.python("import sqlite3; c = sqlite3.connect('\(journal)'); c.execute('create table t (x)'); c.commit()")
+            try Self.expectRefusalToStart(cluster, saying: "is damaged or not an opq journal")
+        default:
+            // 0 bytes: opq never leaves such a file, so it is not taken for a fresh start.
+            #expect(FileManager.default.createFile(atPath: journal, contents: Data()))
+            let output = try Self.expectRefusalToStart(cluster, saying: "the journal \(journal) is empty (0 bytes)")
+            #expect(output.contains("move it away"), "\(output)")
         }
-        let before = try Data(contentsOf: URL(fileURLWithPath: journal))
-        try cluster.startCoordinator()
-        let coordinator = try #require(cluster.coordinator)
-        let status = try #require(coordinator.waitForExit(within: 30), "the coordinator started over a damaged journal")
-        #expect((status >> 8) & 0xFF == 2)
-        #expect(coordinator.output.contains("is damaged or not an opq journal"), "\(coordinator.output)")
-        #expect(try Data(contentsOf: URL(fileURLWithPath: journal)) == before, "the damaged journal was changed")
     }
 
     @Test func pruneForgetsFinishedJobsAlsoAcrossARestartAndNeverReusesTheirIds() throws {

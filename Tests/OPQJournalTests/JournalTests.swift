@@ -1,6 +1,6 @@
 import Foundation
 import OPQCore
-import OPQJournal
+@testable import OPQJournal
 import Testing
 
 /// A scratch state directory, removed by ``remove()``.
@@ -85,7 +85,7 @@ struct Observed: Equatable, CustomStringConvertible {
         try run.step { core, now in core.tick(at: now + 10) }  // b's retry is due
         try run.core.checkInvariants()
 
-        let journal = try Journal(path: scratch.journalPath)
+        let journal = run.journal  // one connection holds the journal's lock: the replay reads through it
         var recovered = Scheduler()
         let state = try journal.recover(into: &recovered)
         try recovered.checkInvariants()
@@ -116,7 +116,7 @@ struct Observed: Equatable, CustomStringConvertible {
         let kept = receipt.operations[0], gone = receipt.operations[1]
 
         var recovered = Scheduler()
-        _ = try Journal(path: scratch.journalPath).recover(into: &recovered)
+        _ = try run.journal.recover(into: &recovered)
         #expect(recovered.recoveringAttempts == 2)
         recovered.workerJoined("w1", slots: 2, holding: [.init(kept, attempt: 1)], at: 100)
         try recovered.checkInvariants()
@@ -137,7 +137,7 @@ struct Observed: Equatable, CustomStringConvertible {
         try run.step { core, now in try core.cancel(receipt.operations[0], at: now) }  // a kill was due
 
         var recovered = Scheduler()
-        _ = try Journal(path: scratch.journalPath).recover(into: &recovered)
+        _ = try run.journal.recover(into: &recovered)
         recovered.endRecovery(at: 50)
         try recovered.checkInvariants()
         // Cancelled while in flight and never reported again: it finishes cancelled, it does not run.
@@ -163,7 +163,7 @@ struct Observed: Equatable, CustomStringConvertible {
         try journal.prune([pruned])
 
         var recovered = Scheduler()
-        let state = try Journal(path: scratch.journalPath).recover(into: &recovered)
+        let state = try journal.recover(into: &recovered)
         try recovered.checkInvariants()
         #expect(state.receipts == ["key-2": second])
         #expect(recovered.job(first.job) == nil && recovered.operation(first.operations[0]) == nil)
@@ -199,6 +199,91 @@ struct Observed: Equatable, CustomStringConvertible {
         }
         first.unlock()
         _ = try StateDirectory(path: scratch.path)
+    }
+
+    @Test func theJournalStaysLockedWhenTheStateDirectorysLockFileIsRemoved() throws {
+        let scratch = try ScratchState()
+        defer { scratch.remove() }
+        let first = try StateDirectory(path: scratch.path)
+        let journal = try Journal(path: first.journalPath)
+        try FileManager.default.removeItem(atPath: scratch.path + "/lock")
+        // The lock file is gone, so a second holder gets the directory — but not the journal.
+        let second = try StateDirectory(path: scratch.path)
+        #expect {
+            _ = try Journal(path: second.journalPath)
+        } throws: { error in
+            guard case .journalLocked(let path) = error as? JournalError else { return false }
+            return path == first.journalPath && "\(error)".contains("locked by another process")
+        }
+        withExtendedLifetime(journal) {}
+    }
+
+    @Test func anEmptyJournalFileIsRefusedAndLeftAlone() throws {
+        let scratch = try ScratchState()
+        defer { scratch.remove() }
+        #expect(FileManager.default.createFile(atPath: scratch.journalPath, contents: Data()))
+        #expect {
+            _ = try Journal(path: scratch.journalPath)
+        } throws: { error in
+            guard case .empty = error as? JournalError else { return false }
+            return "\(error)".contains("is empty (0 bytes)") && "\(error)".contains("move it away")
+        }
+        let attributes = try FileManager.default.attributesOfItem(atPath: scratch.journalPath)
+        #expect((attributes[.size] as? NSNumber)?.intValue == 0)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: scratch.path) == ["journal.sqlite"])
+    }
+
+    @Test func aJournalTwoCoordinatorsWroteFailsItsReplayNamingTheConflictAndIsLeftAlone() throws {
+        let scratch = try ScratchState()
+        defer { scratch.remove() }
+        do {
+            // Two cores that each believe they are alone acknowledge job-1, into the same journal.
+            let journal = try Journal(path: scratch.journalPath)
+            var first = JournaledCore(journal: journal)
+            var second = JournaledCore(journal: journal)
+            try first.step { core, now in _ = try core.submit(Submission([OperationSpec(name: "a", work: command("a"))]), at: now) }
+            try second.step { core, now in _ = try core.submit(Submission([OperationSpec(name: "b", work: command("b"))]), at: now) }
+        }
+        let before = try Data(contentsOf: URL(fileURLWithPath: scratch.journalPath))
+        do {
+            var recovered = Scheduler()
+            #expect {
+                _ = try Journal(path: scratch.journalPath).recover(into: &recovered)
+            } throws: { error in
+                guard case .inconsistent(let path, _, _) = error as? JournalError else { return false }
+                let message = "\(error)"
+                return path == scratch.journalPath && message.contains("the submission of job-1 (op-1)")
+                    && message.contains("replays as job-2") && message.contains("two coordinators") && message.contains("changed nothing")
+            }
+        }
+        #expect(try Data(contentsOf: URL(fileURLWithPath: scratch.journalPath)) == before, "the journal was changed")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: scratch.path) == ["journal.sqlite"])
+    }
+
+    @Test func aCommitOnAFullDiskKeepsItsEntriesAndSucceedsOnceThereIsRoom() throws {
+        let scratch = try ScratchState()
+        defer { scratch.remove() }
+        let journal = try Journal(path: scratch.journalPath)
+        var run = JournaledCore(journal: journal)
+        try run.step { core, now in _ = try core.submit(Submission([OperationSpec(name: "a", work: command("a"))]), at: now) }
+        // SQLite's page limit stands in for a full file system: the same SQLITE_FULL.
+        try journal.limitPages(toCurrentPlus: 0)
+        var receipt: SubmissionReceipt!
+        let big = (0..<200).map { OperationSpec(name: "op\($0)", work: command(String(repeating: "x", count: 100))) }
+        #expect {
+            try run.step { core, now in receipt = try core.submit(Submission(big), at: now) }
+        } throws: { error in
+            guard case .diskFull(let path) = error as? JournalError else { return false }
+            return path == scratch.journalPath && "\(error)".contains("state disk is full") && "\(error)".contains("nothing was accepted")
+        }
+        #expect(journal.hasPending && journal.pendingBytes > 20_000)
+        try journal.limitPages(toCurrentPlus: 1_000)
+        try journal.commit()
+        #expect(!journal.hasPending)
+
+        var recovered = Scheduler()
+        _ = try journal.recover(into: &recovered)
+        #expect(recovered.job(receipt.job)?.counts.ready == 200)
     }
 
     @Test func theDefaultStateDirectoryFollowsXDG() {
