@@ -93,7 +93,7 @@ let package = Package(
         .executableTarget(
             name: "opq-coordinator",
             dependencies: [
-                "OPQCoordinator", "OPQJournal",
+                "OPQCoordinator", "OPQCore", "OPQJournal",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -101,7 +101,7 @@ let package = Package(
         .executableTarget(
             name: "opq-worker",
             dependencies: [
-                "OPQWorker",
+                "OPQWorker", "OPQCore",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]

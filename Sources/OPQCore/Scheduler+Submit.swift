@@ -105,9 +105,12 @@ extension Scheduler {
             .invalidField(index: k, name: spec.name, field: field, problem: problem)
         }
         if spec.queue.isEmpty { throw invalid("queue", "must not be empty") }
-        if spec.retries < 0 || spec.retries > Int(UInt32.max) { throw invalid("retries", "must be 0 or more, not \(spec.retries)") }
-        if let timeout = spec.timeout, !(timeout > 0 && timeout.isFinite) {
-            throw invalid("timeout", "must be a positive number of seconds, not \(timeout)")
+        if spec.retries < 0 || spec.retries > Limits.maxRetries {
+            throw invalid("retries", "must be from 0 to \(Limits.maxRetries), not \(spec.retries)")
+        }
+        // The same range every other edge checks, so a timeout accepted here is never refused by a worker.
+        if let timeout = spec.timeout, !Limits.isValidDuration(timeout, positive: true) {
+            throw invalid("timeout", "must be \(Limits.durationRange(positive: true)), not \(timeout)")
         }
         switch spec.work {
         case .empty: break
