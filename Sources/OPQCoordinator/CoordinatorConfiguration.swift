@@ -101,7 +101,13 @@ public enum EndpointPolicy {
     /// The endpoint to bind for `text`, parsed; throws unless it may be bound under this policy.
     public static func bindable(_ text: String) throws(EndpointError) -> Endpoint {
         let endpoint = try Endpoint(parsing: text)
-        guard try endpoint.isLocalOnly() else {
+        let isLocal: Bool
+        do {
+            isLocal = try endpoint.isLocalOnly()
+        } catch {
+            throw EndpointError(endpoint: text, problem: error.problem)  // named as the user wrote it
+        }
+        guard isLocal else {
             let addresses = (try? endpoint.addresses().map(\.text).joined(separator: ", ")) ?? ""
             throw EndpointError(endpoint: text, problem: """
                 it is reachable from other machines (\(addresses)), and opq runs commands, so an open port is \
