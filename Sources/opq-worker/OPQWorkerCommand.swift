@@ -4,6 +4,7 @@ import Foundation
 import Logging
 import OPQCore
 import OPQWorker
+import ZeroMQ
 
 /// `opq-worker`: runs operations for a coordinator: the public `Worker` API with the built-in handlers.
 @main
@@ -78,6 +79,11 @@ struct OPQWorkerCommand: ParsableCommand {
             Limits.durationProblem(heartbeat, name: "--heartbeat", positive: true),
         ]
         if let problem = problems.compactMap({ $0 }).first { throw ValidationError(problem) }
+        do {
+            _ = try Endpoint(parsing: coordinator)  // one address, as the coordinator binds it
+        } catch {
+            throw ValidationError("--coordinator: \(error)")
+        }
         if let problem = try workerConfiguration.problem { throw ValidationError(problem) }
         guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("unknown --log-level '\(logLevel)'") }
     }

@@ -131,13 +131,14 @@ import ZeroMQ
         ("opq-worker", ["--slots", "99999999999"], "--slots must be a whole number from 1 to 1048576, not 99999999999"),
         ("opq-worker", ["--slots", "1", "--kill-grace", "1e300"], "--kill-grace must be a number of seconds from 0"),
         ("opq-worker", ["--slots", "1", "--heartbeat", "0"], "--heartbeat must be a number of seconds greater than 0"),
+        ("opq-worker", ["--slots", "1", "--coordinator", "tcp://127.0.0.1:0;10.0.0.1:7130"], "--coordinator: invalid endpoint"),
     ])
     func aNumberOutsideItsDocumentedRangeIsRefusedNamingTheFlag(_ executable: String, _ flags: [String], _ message: String) throws {
         let cluster = try TestCluster()
         defer { cluster.stop() }
         let arguments = executable == "opq-coordinator"
             ? ["--workers-endpoint", cluster.workersEndpoint, "--clients-endpoint", cluster.clientsEndpoint, "--state", cluster.stateDirectory]
-            : ["--coordinator", cluster.workersEndpoint]
+            : (flags.contains("--coordinator") ? [] : ["--coordinator", cluster.workersEndpoint])
         let process = try ChildProcess(executable, arguments + flags, name: "refused", logDirectory: cluster.directory)
         defer { process.stop() }
         let status = try #require(process.waitForExit(within: 30), "\(executable) \(flags) was accepted")
