@@ -101,6 +101,13 @@ public enum EndpointPolicy {
     /// The endpoint to bind for `text`, parsed; throws unless it may be bound under this policy.
     public static func bindable(_ text: String) throws(EndpointError) -> Endpoint {
         let endpoint = try Endpoint(parsing: text)
+        try check(endpoint, as: text)
+        return endpoint
+    }
+
+    /// The decision: `endpoint` (written `text` by the user, for errors) may be bound when only this
+    /// machine can reach it. The one place a later authenticated (CURVE) mode relaxes.
+    public static func check(_ endpoint: Endpoint, as text: String) throws(EndpointError) {
         let isLocal: Bool
         do {
             isLocal = try endpoint.isLocalOnly()
@@ -115,7 +122,6 @@ public enum EndpointPolicy {
                 tunnel; CURVE-authenticated remote binding is not supported yet.
                 """)
         }
-        return endpoint
     }
 }
 
