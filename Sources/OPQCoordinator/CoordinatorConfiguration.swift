@@ -99,22 +99,28 @@ public struct CoordinatorConfiguration: Sendable {
 /// to loopback addresses only. (When authentication lands, `authenticated` endpoints may be public.)
 public enum EndpointPolicy {
     /// The endpoint to bind for `text`, parsed; throws unless it may be bound under this policy.
-    public static func bindable(_ text: String) throws(EndpointError) -> Endpoint {
+    public static func bindable(_ text: String, allowNonLoopback: Bool = false) throws(EndpointError) -> Endpoint {
         let endpoint = try Endpoint(parsing: text)
-        try check(endpoint, as: text)
+        try check(endpoint, as: text, allowNonLoopback: allowNonLoopback)
         return endpoint
     }
 
+    /// Throws unless `endpoint` parses and may be bound (``bindable(_:allowNonLoopback:)`` without the result).
+    public static func checkLoopback(_ endpoint: String, allowNonLoopback: Bool = false) throws(EndpointError) {
+        _ = try bindable(endpoint, allowNonLoopback: allowNonLoopback)
+    }
+
     /// The decision: `endpoint` (written `text` by the user, for errors) may be bound when only this
-    /// machine can reach it. The one place a later authenticated (CURVE) mode relaxes.
-    public static func check(_ endpoint: Endpoint, as text: String) throws(EndpointError) {
+    /// machine can reach it, or anywhere with `allowNonLoopback` (for when peers are authenticated:
+    /// CURVE). Its host must still resolve.
+    public static func check(_ endpoint: Endpoint, as text: String, allowNonLoopback: Bool = false) throws(EndpointError) {
         let isLocal: Bool
         do {
             isLocal = try endpoint.isLocalOnly()
         } catch {
             throw EndpointError(endpoint: text, problem: error.problem)  // named as the user wrote it
         }
-        guard isLocal else {
+        guard isLocal || allowNonLoopback else {
             let addresses = (try? endpoint.addresses().map(\.text).joined(separator: ", ")) ?? ""
             throw EndpointError(endpoint: text, problem: """
                 it is reachable from other machines (\(addresses)), and opq runs commands, so an open port is \
