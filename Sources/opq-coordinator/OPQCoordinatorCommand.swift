@@ -6,6 +6,11 @@ import OPQCoordinator
 import OPQCore
 import OPQJournal
 
+#if canImport(Glibc)
+import Glibc
+private let RLIMIT_NOFILE_VALUE = __rlimit_resource_t(RLIMIT_NOFILE.rawValue)
+#endif
+
 /// `opq-coordinator`: holds the dependency graph and the queues, and dispatches to workers.
 @main
 struct OPQCoordinatorCommand: ParsableCommand {
@@ -95,6 +100,15 @@ struct OPQCoordinatorCommand: ParsableCommand {
         guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("unknown --log-level '\(logLevel)'") }
     }
 
+    /// Every connected client or worker holds a descriptor: the soft limit (often 1,024) goes up to the
+    /// hard one, so thousands of peers can connect.
+    static func raiseFileLimit() {
+        var limit = rlimit()
+        guard getrlimit(RLIMIT_NOFILE_VALUE, &limit) == 0, limit.rlim_cur < limit.rlim_max else { return }
+        limit.rlim_cur = limit.rlim_max
+        _ = setrlimit(RLIMIT_NOFILE_VALUE, &limit)
+    }
+
     func run() throws {
         let level = Logger.Level(rawValue: logLevel)!
         LoggingSystem.bootstrap { label in
@@ -102,6 +116,7 @@ struct OPQCoordinatorCommand: ParsableCommand {
             handler.logLevel = level
             return handler
         }
+        Self.raiseFileLimit()
         var configuration = CoordinatorConfiguration()
         if let workersEndpoint { configuration.workersEndpoint = workersEndpoint }
         if let clientsEndpoint { configuration.clientsEndpoint = clientsEndpoint }
