@@ -210,17 +210,22 @@ extension Endpoint.IPAddress {
             var address = socketAddress.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { $0.pointee.sin_addr }
             guard inet_ntop(AF_INET, &address, &buffer, socklen_t(buffer.count)) != nil else { return nil }
             let firstByte = UInt32(bigEndian: address.s_addr) >> 24
-            self.init(family: AF_INET, text: String(cString: buffer), isLoopback: firstByte == 127)
+            self.init(family: AF_INET, text: Self.text(buffer), isLoopback: firstByte == 127)
         case AF_INET6:
             var address = socketAddress.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { $0.pointee.sin6_addr }
             guard inet_ntop(AF_INET6, &address, &buffer, socklen_t(buffer.count)) != nil else { return nil }
             let bytes = withUnsafeBytes(of: address) { Array($0) }
             let isV6Loopback = bytes[0..<15].allSatisfy { $0 == 0 } && bytes[15] == 1
             let isMappedV4Loopback = bytes[0..<10].allSatisfy { $0 == 0 } && bytes[10] == 0xFF && bytes[11] == 0xFF && bytes[12] == 127
-            self.init(family: AF_INET6, text: String(cString: buffer), isLoopback: isV6Loopback || isMappedV4Loopback)
+            self.init(family: AF_INET6, text: Self.text(buffer), isLoopback: isV6Loopback || isMappedV4Loopback)
         default:
             return nil
         }
+    }
+
+    /// The NUL-terminated text `inet_ntop` wrote into `buffer`.
+    private static func text(_ buffer: [CChar]) -> String {
+        String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 }
 
