@@ -222,7 +222,7 @@ import ZeroMQ
         try flooder.set(.linger, 0)
         try flooder.set(.receiveHWM, 1)
         try flooder.connect(cluster.clientsEndpoint)
-        let count = 20_000
+        let count = 12_000
         for k in 1...count {
             var spec = Opq_V1_OperationSpec()
             spec.name = "flood-\(k)"
