@@ -93,7 +93,7 @@ let package = Package(
         .executableTarget(
             name: "opq-coordinator",
             dependencies: [
-                "OPQCoordinator", "OPQJournal",
+                "OPQCoordinator", "OPQCore", "OPQJournal",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -101,7 +101,7 @@ let package = Package(
         .executableTarget(
             name: "opq-worker",
             dependencies: [
-                "OPQWorker",
+                "OPQWorker", "OPQCore", "ZeroMQ",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -128,6 +128,7 @@ let package = Package(
         .testTarget(name: "OPQJobFileTests", dependencies: ["OPQJobFile", "OPQCore"]),
         .testTarget(name: "OPQCLITests", dependencies: ["OPQCore", "OPQSpawn"]),
         .testTarget(name: "OPQJournalTests", dependencies: ["OPQJournal", "OPQCore", "OPQWire"]),
+        .testTarget(name: "OPQCoordinatorTests", dependencies: ["OPQCoordinator", "OPQCore", "OPQWire", "ZeroMQ"]),
         .testTarget(
             name: "OPQEndToEndTests",
             dependencies: ["OPQClient", "OPQCore", "OPQWire", "OPQWorker", "OPQSpawn", "ZeroMQ"]

@@ -13,10 +13,22 @@ extension Coordinator {
             (_, request, _) = try Frames.decodeRouted(frames, as: Opq_V1_ClientRequest.self)
         } catch {
             logger.info("malformed request from client", metadata: ["error": "\(error)"])
-            queueToClient(.reply(Coordinator.requestID(in: frames), error: Opq_V1_Error(error)), identity: identity)
+            refuseNow(Coordinator.requestID(in: frames), Opq_V1_Error(error), identity: identity)
             return
         }
         let id = request.requestID
+        if clientBacklog.isFull(identity) {
+            if case .heartbeat = request.body { return }
+            // Refused before it is applied: the client is not reading its replies (ClientOutbox's policy).
+            var busy = Opq_V1_Error()
+            busy.code = .internal
+            busy.message = """
+                request not applied: \(clientBacklog.count(for: identity)) replies to this connection are still \
+                unread; read them, then send it again
+                """
+            refuseNow(id, busy, identity: identity)
+            return
+        }
         func reply(_ fill: (inout Opq_V1_Reply) -> Void) { queueToClient(.reply(id, fill), identity: identity) }
         func refuse(_ error: RequestError) { queueToClient(.reply(id, error: Opq_V1_Error(error)), identity: identity) }
         if let full = try journalRefusal(of: request, bytes: frames.reduce(0) { $0 + $1.count }) {

@@ -8,6 +8,7 @@ extension Coordinator {
     /// messages, orders, watcher events, replies. A worker that cannot take its orders is declared lost,
     /// which may produce more effects (journaled before the next sends); the loop runs until the core is quiet.
     func flush(now: Double) throws {
+        retryWaitingReplies()
         try absorbAndCommit()
         for (id, message) in workerOutbox where !send(message, to: id) && sessions[id] != nil {
             // A registered worker that cannot take a message is gone: its attempts go back now, and
@@ -73,27 +74,42 @@ extension Coordinator {
         guard !watchers.isEmpty else { return }
         let job = job ?? operation.flatMap { core.dispatchDetails($0)?.job }
         var queue: String??
-        for key in Array(watchers.keys) {
-            let covered = watchers[key]!.covers(job: job ?? JobID(0)) {
+        // In-place mutation through the dictionary's values: no key is looked up again, so nothing can
+        // be missing (the loop sends nothing and removes nothing).
+        for index in watchers.values.indices {
+            let covered = watchers.values[index].covers(job: job ?? JobID(0)) {
                 if queue == nil { queue = .some(operation.flatMap { core.queueName(of: $0) }) }
                 return queue!
             }
-            if covered { watchers[key]!.pending.append(event) }
+            if covered { watchers.values[index].pending.append(event) }
         }
     }
 
     /// Sends each watcher the events queued for it this turn, as one `Events` message.
+    ///
+    /// First every watcher's pending events are taken out (the dictionary is not touched after that);
+    /// only then are the messages sent. A send that finds the client gone removes all its watchers
+    /// (``sendToClient(_:)``), which is safe because nothing here looks them up again.
     func sendWatcherEvents() {
-        for key in Array(watchers.keys) where !watchers[key]!.pending.isEmpty {
-            let watcher = watchers[key]!
+        var messages: [(identity: [UInt8], message: Opq_V1_CoordinatorToClient)] = []
+        for index in watchers.values.indices {
+            guard let last = watchers.values[index].pending.last else { continue }
+            if clientBacklog.isFull(watchers.values[index].identity) {
+                // A full client skips these events: the next message it gets names them as `previous`,
+                // so it sees the gap and resumes (ClientOutbox's policy).
+                watchers.values[index].previous = last.sequence
+                watchers.values[index].pending.removeAll()
+                continue
+            }
             var message = Opq_V1_CoordinatorToClient()
-            message.events.watch = watcher.watch
-            message.events.previous = watcher.previous
-            message.events.items = watcher.pending.map(\.wire)
-            watchers[key]!.previous = watcher.pending.last!.sequence
-            watchers[key]!.pending.removeAll()
-            queueToClient(message, identity: watcher.identity, now: true)
+            message.events.watch = watchers.values[index].watch
+            message.events.previous = watchers.values[index].previous
+            message.events.items = watchers.values[index].pending.map(\.wire)
+            watchers.values[index].previous = last.sequence
+            watchers.values[index].pending.removeAll()
+            messages.append((watchers.values[index].identity, message))
         }
+        for (identity, message) in messages { queueToClient(message, identity: identity, now: true) }
     }
 
     /// Queues (or, with `now`, sends) `message` to the client `identity`.
@@ -106,19 +122,55 @@ extension Coordinator {
         }
     }
 
-    /// Sends one framed message to a client; a client that is gone loses its watches and waits.
-    func sendToClient(_ frames: [[UInt8]]) {
-        let result: SendResult
+    /// Answers a request that was not applied (malformed, or its client is full) at once.
+    func refuseNow(_ requestID: UInt64, _ error: Opq_V1_Error, identity: [UInt8]) {
         do {
-            result = try clientsSocket.send(frames, flags: .dontWait)
+            sendToClient(try Frames.encode(Opq_V1_CoordinatorToClient.reply(requestID, error: error), to: identity), refusal: true)
         } catch {
-            logger.error("cannot send to client", metadata: ["error": "\(error)"])
+            logger.error("cannot encode a reply", metadata: ["error": "\(error)"])
+        }
+    }
+
+    /// Sends one framed message to a client, or keeps it in ``clientBacklog`` when the client cannot take
+    /// it now (or older messages wait for it). A client that is gone loses its watches, waits and backlog.
+    /// A `refusal` (a reply to a request that was not applied) may be dropped for a full client.
+    func sendToClient(_ frames: [[UInt8]], refusal: Bool = false) {
+        let identity = frames[0]
+        if clientBacklog.hasWaiting(identity) {
+            clientBacklog.keep(frames, refusal: refusal)
             return
         }
-        guard result != .sent else { return }
-        let identity = frames[0]
-        logger.debug("client unreachable; dropping its watches", metadata: ["result": "\(result)"])
+        switch sendNow(frames) {
+        case .sent:
+            return
+        case .wouldBlock:
+            clientBacklog.keep(frames, refusal: refusal)
+        case .hostUnreachable:
+            forgetClient(identity)
+        }
+    }
+
+    /// Retries what waits in ``clientBacklog``.
+    func retryWaitingReplies() {
+        guard !clientBacklog.isEmpty else { return }
+        for identity in clientBacklog.drain(send: sendNow) { forgetClient(identity) }
+    }
+
+    /// One non-blocking send on the clients' socket. An unexpected socket error counts as a gone client.
+    private func sendNow(_ frames: [[UInt8]]) -> SendResult {
+        do {
+            return try clientsSocket.send(frames, flags: .dontWait)
+        } catch {
+            logger.error("cannot send to client", metadata: ["error": "\(error)"])
+            return .hostUnreachable
+        }
+    }
+
+    /// Drops everything kept for a client that is gone: its watches, waits and waiting messages.
+    func forgetClient(_ identity: [UInt8]) {
+        logger.debug("client gone; dropping its watches, waits and waiting replies")
         watchers = watchers.filter { $0.key.identity != identity }
         waiters.removeAll { $0.identity == identity }
+        clientBacklog.drop(identity)
     }
 }

@@ -8,6 +8,8 @@ extension Coordinator {
     func listJobs(_ list: Opq_V1_ListJobs) -> Opq_V1_JobList {
         var result = Opq_V1_JobList()
         let limit = list.limit == 0 ? Coordinator.defaultPage : Int(list.limit)
+        // `after` is any UInt64 from outside: the cursor never goes past the last job, so it cannot overflow.
+        guard list.after < UInt64(core.jobCount) else { return result }
         var next = list.after + 1
         while next <= UInt64(core.jobCount) {
             guard let job = core.job(JobID(next)) else {
@@ -35,7 +37,8 @@ extension Coordinator {
         } else if !list.queue.isEmpty, states.isSubset(of: [.pending, .ready, .dispatched, .executing]), !states.isEmpty {
             candidates = core.operations(inQueue: list.queue)  // unfinished only: no need to scan history
         } else {
-            candidates = (0..<UInt64(core.operationTotal)).map { OperationID($0 + 1) }
+            let total = UInt64(core.operationTotal)
+            candidates = (min(list.after, total)..<total).map { OperationID($0 + 1) }
         }
         for id in candidates where id.rawValue > list.after {
             guard let snapshot = core.operation(id) else { continue }

@@ -101,6 +101,12 @@ extension Coordinator {
             if output.isWorthJournaling { durability?.journal.append(output: output, of: id) }
         case .progress(let progress):
             core.heartbeat(from: session.handle, at: now)
+            // Only the worker running that attempt may report its progress: anything else (unknown,
+            // finished or foreign operations) is dropped, not kept in the event log.
+            guard core.holds(session.handle, OperationID(progress.operation), attempt: Int(progress.attempt)) else {
+                logger.debug("stale progress ignored", metadata: ["operation.id": "\(progress.operation)", "worker.id": "\(session.id)"])
+                return
+            }
             let event = events.append(.progress(progress))
             route(event, job: nil, operation: OperationID(progress.operation))
         case nil:

@@ -40,6 +40,9 @@ public final class Coordinator: @unchecked Sendable {
     var workerOutbox: [(WorkerID, Opq_V1_CoordinatorToWorker)] = []
     /// Messages to send clients at the end of the turn, after the turn's effects are carried out.
     var clientOutbox: [[[UInt8]]] = []
+    /// Messages clients could not take yet, retried every turn (``ClientOutbox``: never drops a reply
+    /// to an applied request; refuses requests from a client that does not read its replies).
+    var clientBacklog: ClientOutbox
     var events: EventLog
     var watchers: [Watcher.Key: Watcher] = [:]
     var waiters: [Waiter] = []
@@ -60,15 +63,17 @@ public final class Coordinator: @unchecked Sendable {
     /// error for a locked, damaged or unreadable state directory (``JournalError``), a non-loopback
     /// address, or an endpoint in use.
     public init(configuration: CoordinatorConfiguration, logger: Logger) throws {
-        try EndpointPolicy.checkLoopback(configuration.workersEndpoint)
-        try EndpointPolicy.checkLoopback(configuration.clientsEndpoint)
+        if let problem = configuration.problem { throw ConfigurationError(description: problem) }
+        let workersEndpoint = try EndpointPolicy.bindable(configuration.workersEndpoint)
+        let clientsEndpoint = try EndpointPolicy.bindable(configuration.clientsEndpoint)
         self.configuration = configuration
         self.logger = logger
         var coreConfiguration = Scheduler.Configuration()
         coreConfiguration.workerTimeout = configuration.heartbeatInterval * Double(configuration.liveness)
         core = Scheduler(configuration: coreConfiguration)
-        events = EventLog(capacity: configuration.eventHistory)
+        events = EventLog(capacity: configuration.eventHistory, byteBudget: configuration.eventHistoryBytes)
         outputs = OutputStore(budget: configuration.outputBudget)
+        clientBacklog = ClientOutbox(maxMessages: configuration.clientBacklogMessages, maxBytes: configuration.clientBacklogBytes)
         instanceID = "\(getpid())-\(UInt64(MonotonicClock().now() * 1000))"
         if let path = configuration.stateDirectory {
             durability = try Coordinator.openState(path, configuration: configuration, core: &core, outputs: &outputs,
@@ -82,16 +87,18 @@ public final class Coordinator: @unchecked Sendable {
             try socket.set(.routerMandatory, true)
             try socket.set(.maxMessageSize, Int64(WireLimits.maxFrameBytes))
             try socket.set(.linger, 0)
+            // Thousands of clients or workers may connect at once (libzmq's default listen queue is 100).
+            try socket.set(.backlog, Coordinator.listenBacklog)
         }
         try workersSocket.set(.routerHandover, true)
         // Clients come and go: ZMTP heartbeats let the socket notice a vanished watcher.
         try clientsSocket.set(.heartbeatInterval, 1_000)
         try clientsSocket.set(.heartbeatTimeout, 5_000)
-        workersEndpoint = try workersSocket.bind(configuration.workersEndpoint)
-        clientsEndpoint = try clientsSocket.bind(configuration.clientsEndpoint)
+        self.workersEndpoint = try workersSocket.bind(workersEndpoint)
+        self.clientsEndpoint = try clientsSocket.bind(clientsEndpoint)
 
         var fds: [Int32] = [0, 0]
-        guard pipe(&fds) == 0 else { throw EndpointError(description: "pipe() failed: errno \(errno)") }
+        guard pipe(&fds) == 0 else { throw ZMQError(call: "pipe", code: errno) }
         wakeRead = fds[0]
         wakeWrite = fds[1]
         _ = fcntl(wakeRead, F_SETFL, fcntl(wakeRead, F_GETFL) | O_NONBLOCK)
@@ -134,6 +141,12 @@ public final class Coordinator: @unchecked Sendable {
         try shutdown()
     }
 
+    /// `ZMQ_BACKLOG` of both listening sockets (the kernel caps it at `net.core.somaxconn`).
+    static let listenBacklog: Int32 = 4_096
+
+    /// Seconds between retries of replies a client could not take yet.
+    static let backlogRetryInterval = 0.01
+
     /// Handles up to `messagesPerTurn` messages waiting on `socket`.
     private func drain(_ socket: Socket, now: Double, handle: ([[UInt8]], Double) throws -> Void) throws {
         for _ in 0..<configuration.messagesPerTurn {
@@ -150,6 +163,7 @@ public final class Coordinator: @unchecked Sendable {
         for session in sessions.values { deadline = min(deadline, session.lastSent + configuration.heartbeatInterval) }
         for waiter in waiters { if let timeout = waiter.deadline { deadline = min(deadline, timeout) } }
         if let recovery = durability?.recoveryDeadline { deadline = min(deadline, recovery) }
+        if !clientBacklog.isEmpty { deadline = min(deadline, now + Coordinator.backlogRetryInterval) }
         return max(0, Int(((deadline - now) * 1000).rounded(.up)))
     }
 

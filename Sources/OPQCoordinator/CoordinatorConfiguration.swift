@@ -1,4 +1,9 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import OPQCore
 import OPQJournal
+import ZeroMQ
 
 /// Settings of a coordinator. The defaults bind loopback only: opq runs commands, so an open port is
 /// remote code execution.
@@ -20,8 +25,15 @@ public struct CoordinatorConfiguration: Sendable {
     public var killGrace = 10.0
     /// Events kept for watchers that resume after a gap.
     public var eventHistory = 100_000
+    /// Bytes of events kept for watchers that resume after a gap (progress texts included).
+    public var eventHistoryBytes = 64 << 20
     /// Bytes of captured output kept in memory over all operations (oldest dropped first).
     public var outputBudget = 256 << 20
+    /// Messages kept for one client that does not read its replies before its requests are refused
+    /// (``ClientOutbox``).
+    public var clientBacklogMessages = 10_000
+    /// Bytes kept for one client that does not read its replies before its requests are refused.
+    public var clientBacklogBytes = 64 << 20
     /// Messages handled from one socket per loop turn, so timers and the other socket are served.
     public var messagesPerTurn = 4_096
     /// The state directory (journal and lock). Nil = no journal: nothing survives a restart. The
@@ -36,33 +48,91 @@ public struct CoordinatorConfiguration: Sendable {
 
     /// The defaults.
     public init() {}
+
+    /// Why these settings cannot run, or nil: every number within its documented range
+    /// (`OPQCore.Limits`), named by property. ``Coordinator/init(configuration:logger:)`` checks it; the
+    /// executable checks its flags first, so its errors name the flags.
+    public var problem: String? {
+        let problems = [
+            Limits.durationProblem(heartbeatInterval, name: "heartbeatInterval", positive: true),
+            Limits.countProblem(liveness, name: "liveness", range: 1...Limits.maxLiveness),
+            Limits.durationProblem(killGrace, name: "killGrace"),
+            Limits.durationProblem(recoveryGrace, name: "recoveryGrace"),
+            Limits.countProblem(eventHistory, name: "eventHistory", range: 1...Int(Int32.max)),
+            Limits.countProblem(eventHistoryBytes, name: "eventHistoryBytes", range: 1...Int.max),
+            Limits.countProblem(outputBudget, name: "outputBudget", range: 0...Int.max),
+            Limits.countProblem(messagesPerTurn, name: "messagesPerTurn", range: 1...1_000_000),
+            Limits.countProblem(clientBacklogMessages, name: "clientBacklogMessages", range: 1...Int.max),
+            Limits.countProblem(clientBacklogBytes, name: "clientBacklogBytes", range: 1...Int.max),
+        ]
+        return problems.compactMap { $0 }.first
+    }
+
+    /// Binds both endpoints as Unix sockets in `directory` (`workers` and `clients`), which is created
+    /// mode 0700 if missing and must otherwise be a directory of this user that no one else may enter:
+    /// then only this user can connect, unlike loopback TCP, which every local user can reach.
+    /// - Returns: the two endpoints, for workers and clients to connect to.
+    @discardableResult
+    public mutating func usePrivateIPC(in directory: String) throws(EndpointError) -> (workers: String, clients: String) {
+        func refuse(_ problem: String) -> EndpointError { EndpointError(endpoint: "ipc://\(directory)", problem: problem) }
+        guard directory.hasPrefix("/") else { throw refuse("give an absolute directory path") }
+        if mkdir(directory, 0o700) != 0 && errno != EEXIST {
+            throw refuse("cannot create the directory: \(String(cString: strerror(errno)))")
+        }
+        var info = stat()
+        guard lstat(directory, &info) == 0 else { throw refuse("cannot read the directory: \(String(cString: strerror(errno)))") }
+        guard info.st_mode & S_IFMT == S_IFDIR else { throw refuse("it is not a directory (nor may it be a symbolic link)") }
+        guard info.st_uid == getuid() else { throw refuse("the directory belongs to another user (uid \(info.st_uid))") }
+        guard info.st_mode & 0o077 == 0 else {
+            throw refuse("other users may enter the directory (mode \(String(info.st_mode & 0o777, radix: 8))): chmod 700 it first")
+        }
+        let base = directory.hasSuffix("/") ? String(directory.dropLast()) : directory
+        workersEndpoint = "ipc://\(base)/workers"
+        clientsEndpoint = "ipc://\(base)/clients"
+        return (workersEndpoint, clientsEndpoint)
+    }
 }
 
-/// Why an endpoint is refused for binding.
-public struct EndpointError: Error, CustomStringConvertible {
-    public let description: String
-}
-
-/// The loopback-by-default rule (DESIGN.md: never bind a non-loopback address without CURVE keys).
+/// The loopback-only rule (DESIGN.md: never bind a non-loopback address without CURVE keys), a small
+/// decision over a fully parsed ``Endpoint``: the parser (ZeroMQ's `Endpoint`) refuses source addresses,
+/// interfaces and wildcards; this policy then requires `ipc://`, `inproc://`, or TCP whose host resolves
+/// to loopback addresses only. (When authentication lands, `authenticated` endpoints may be public.)
 public enum EndpointPolicy {
-    /// Throws unless `endpoint` is `ipc://`, `inproc://` or TCP on a loopback address.
-    public static func checkLoopback(_ endpoint: String) throws(EndpointError) {
-        if endpoint.hasPrefix("ipc://") || endpoint.hasPrefix("inproc://") { return }
-        guard endpoint.hasPrefix("tcp://") else {
-            throw EndpointError(description: "unsupported endpoint '\(endpoint)': use tcp://HOST:PORT or ipc://PATH")
+    /// The endpoint to bind for `text`, parsed; throws unless it may be bound under this policy.
+    public static func bindable(_ text: String, allowNonLoopback: Bool = false) throws(EndpointError) -> Endpoint {
+        let endpoint = try Endpoint(parsing: text)
+        try check(endpoint, as: text, allowNonLoopback: allowNonLoopback)
+        return endpoint
+    }
+
+    /// Throws unless `endpoint` parses and may be bound (``bindable(_:allowNonLoopback:)`` without the result).
+    public static func checkLoopback(_ endpoint: String, allowNonLoopback: Bool = false) throws(EndpointError) {
+        _ = try bindable(endpoint, allowNonLoopback: allowNonLoopback)
+    }
+
+    /// The decision: `endpoint` (written `text` by the user, for errors) may be bound when only this
+    /// machine can reach it, or anywhere with `allowNonLoopback` (for when peers are authenticated:
+    /// CURVE). Its host must still resolve.
+    public static func check(_ endpoint: Endpoint, as text: String, allowNonLoopback: Bool = false) throws(EndpointError) {
+        let isLocal: Bool
+        do {
+            isLocal = try endpoint.isLocalOnly()
+        } catch {
+            throw EndpointError(endpoint: text, problem: error.problem)  // named as the user wrote it
         }
-        var host = String(endpoint.dropFirst("tcp://".count))
-        if host.hasPrefix("[") {
-            host = String(host.dropFirst().prefix { $0 != "]" })
-        } else if let colon = host.lastIndex(of: ":") {
-            host = String(host[..<colon])
-        }
-        guard host == "localhost" || host == "::1" || host.hasPrefix("127.") else {
-            throw EndpointError(description: """
-                refusing to bind '\(endpoint)': it is not a loopback address, and opq runs commands, so an open \
-                port is remote code execution. Bind 127.0.0.1 (or ipc://) and reach it through an SSH tunnel; \
-                CURVE-authenticated remote binding is not supported yet.
+        guard isLocal || allowNonLoopback else {
+            let addresses = (try? endpoint.addresses().map(\.text).joined(separator: ", ")) ?? ""
+            throw EndpointError(endpoint: text, problem: """
+                it is reachable from other machines (\(addresses)), and opq runs commands, so an open port is \
+                remote code execution. Bind 127.0.0.1, [::1], localhost or ipc:// and reach it through an SSH \
+                tunnel; CURVE-authenticated remote binding is not supported yet.
                 """)
         }
     }
+}
+
+/// Settings a coordinator cannot run with (``CoordinatorConfiguration/problem``).
+public struct ConfigurationError: Error, CustomStringConvertible {
+    /// What is wrong, naming the setting.
+    public let description: String
 }

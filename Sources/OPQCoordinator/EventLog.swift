@@ -25,10 +25,20 @@ struct LoggedEvent {
         }
         return event
     }
+
+    /// Approximate bytes this event keeps alive in the log: its inline size plus the progress text it
+    /// alone holds (worker names are shared strings, counted once by their sessions).
+    var cost: Int {
+        var bytes = MemoryLayout<LoggedEvent>.stride
+        if case .progress(let progress) = kind { bytes += 64 + progress.message.utf8.count }
+        return bytes
+    }
 }
 
 /// The coordinator's numbered event history (Clone pattern): every event gets the next global sequence
 /// number; the most recent ones are kept so a watcher that saw a gap can resume without a snapshot.
+/// What is kept is bounded both by count and by bytes (``LoggedEvent/cost``); the oldest go first, and a
+/// watcher resuming from before them gets a fresh snapshot instead.
 struct EventLog {
     /// Sequence of the last event appended (0 = none yet).
     private(set) var lastSequence: UInt64 = 0
@@ -36,15 +46,29 @@ struct EventLog {
     private var recent = Deque<LoggedEvent>()
     /// How many events are kept.
     let capacity: Int
+    /// How many bytes of events are kept (approximately, by ``LoggedEvent/cost``).
+    let byteBudget: Int
+    /// The cost of the kept events.
+    private(set) var bytes = 0
 
-    init(capacity: Int) { self.capacity = max(1, capacity) }
+    init(capacity: Int, byteBudget: Int = 64 << 20) {
+        self.capacity = max(1, capacity)
+        self.byteBudget = max(1, byteBudget)
+    }
+
+    /// Events kept now.
+    var count: Int { recent.count }
 
     /// Numbers and keeps an event; returns it.
     mutating func append(_ kind: LoggedEvent.Kind) -> LoggedEvent {
         lastSequence += 1
         let event = LoggedEvent(sequence: lastSequence, kind: kind)
         recent.append(event)
-        if recent.count > capacity { recent.removeFirst() }
+        bytes += event.cost
+        // The newest event always stays, so `lastSequence` is always covered.
+        while recent.count > 1, recent.count > capacity || bytes > byteBudget {
+            bytes -= recent.removeFirst().cost
+        }
         return event
     }
 

@@ -12,8 +12,16 @@ public struct OperationID: Hashable, Comparable, Sendable, CustomStringConvertib
 
     public var description: String { "op-\(rawValue)" }
 
-    /// Position of the operation in the core's dense storage.
-    var index: Int { Int(truncatingIfNeeded: rawValue &- 1) }
+    /// Position of the operation in the core's dense storage of `count` operations, or nil when no
+    /// operation with this id can be there (0, beyond `count`, or beyond `Int.max`): total for any id
+    /// from outside.
+    func index(below count: Int) -> Int? { OperationID.storageIndex(rawValue, below: count) }
+
+    /// The dense-storage position of the 1-based `rawValue`, if it is below `count`.
+    static func storageIndex(_ rawValue: UInt64, below count: Int) -> Int? {
+        guard rawValue >= 1, rawValue - 1 < UInt64(max(0, count)) else { return nil }
+        return Int(rawValue - 1)
+    }
 
     init(index: Int) { self.rawValue = UInt64(index) + 1 }
 }
@@ -30,7 +38,8 @@ public struct JobID: Hashable, Comparable, Sendable, CustomStringConvertible {
 
     public var description: String { "job-\(rawValue)" }
 
-    var index: Int { Int(truncatingIfNeeded: rawValue &- 1) }
+    /// Position of the job in the core's dense storage of `count` jobs, or nil (see ``OperationID``).
+    func index(below count: Int) -> Int? { OperationID.storageIndex(rawValue, below: count) }
 
     init(index: Int) { self.rawValue = UInt64(index) + 1 }
 }

@@ -21,6 +21,17 @@ public enum Limits {
         seconds.isFinite && (positive ? seconds > 0 : seconds >= 0) && seconds <= maxSeconds
     }
 
+    /// Why `seconds`, given as `name` (a flag such as `--kill-grace`, a field, a `file:line`), is refused,
+    /// or nil when it is a valid duration.
+    public static func durationProblem(_ seconds: Double, name: String, positive: Bool = false) -> String? {
+        isValidDuration(seconds, positive: positive) ? nil : "\(name) must be \(durationRange(positive: positive)), not \(seconds)"
+    }
+
+    /// Why the count `value`, given as `name`, is refused (outside `range`), or nil when it is in range.
+    public static func countProblem(_ value: Int, name: String, range: ClosedRange<Int>) -> String? {
+        range.contains(value) ? nil : "\(name) must be a whole number from \(range.lowerBound) to \(range.upperBound), not \(value)"
+    }
+
     /// How a duration range reads in an error message.
     public static func durationRange(positive: Bool = false) -> String {
         positive ? "a number of seconds greater than 0 and at most \(Int(maxSeconds))"

@@ -16,7 +16,7 @@ struct Edge: Hashable {
     var isImplicit: Bool { raw & Edge.implicitBit != 0 }
 }
 
-/// The core's record of one operation. Stored densely, indexed by `OperationID.index`.
+/// The core's record of one operation. Stored densely, indexed by `OperationID.index(below:)`.
 struct OperationRecord {
     /// Submitter's name (unique within the job, may be empty).
     var name: String

@@ -19,23 +19,25 @@ extension Scheduler {
     /// unknown, unfinished or already pruned job).
     /// - Complexity: O(operations of the job).
     public mutating func prune(job id: JobID) -> PrunedJob? {
-        guard id.rawValue >= 1, id.index < jobs.count, !jobs[id.index].isPruned, jobs[id.index].unfinished == 0 else { return nil }
-        let job = jobs[id.index]
+        guard let jobIndex = index(of: id), !jobs[jobIndex].isPruned, jobs[jobIndex].unfinished == 0 else { return nil }
+        let job = jobs[jobIndex]
         var outcomes: [Outcome] = []
         outcomes.reserveCapacity(job.count)
         for index in job.first..<job.first + job.count {
             outcomes.append(operations[index].outcome ?? .succeeded)
             forget(index)
         }
-        jobs[id.index].isPruned = true
-        jobs[id.index].counts = OperationCounts()
+        jobs[jobIndex].isPruned = true
+        jobs[jobIndex].counts = OperationCounts()
         return PrunedJob(job: id, first: self.id(job.first), outcomes: outcomes)
     }
 
     /// Replays a pruned job: its ids are taken, its operations exist as finished with their outcomes.
     /// Must come exactly where its submission came (the next job id and operation id).
     public mutating func restorePruned(_ pruned: PrunedJob) throws(RequestError) {
-        guard pruned.job.index == jobs.count, pruned.first.index == operations.count else { throw .unknownJob(pruned.job) }
+        guard pruned.job == JobID(index: jobs.count), pruned.first == OperationID(index: operations.count) else {
+            throw .unknownJob(pruned.job)
+        }
         let queue = queues.isEmpty ? self.queue(named: "default") : 0
         jobs.append(JobRecord(first: operations.count, count: pruned.outcomes.count, unfinished: 0, isPruned: true))
         for outcome in pruned.outcomes {

@@ -97,8 +97,8 @@ extension Scheduler {
 
     /// The job `id`, or nil if unknown.
     public func job(_ id: JobID) -> JobSnapshot? {
-        guard id.rawValue >= 1, id.index < jobs.count, !jobs[id.index].isPruned else { return nil }
-        let job = jobs[id.index]
+        guard let index = index(of: id), !jobs[index].isPruned else { return nil }
+        let job = jobs[index]
         return JobSnapshot(id: id, operations: (job.first..<job.first + job.count).map(self.id),
                            counts: job.counts, isFinished: job.unfinished == 0)
     }
@@ -164,6 +164,13 @@ extension Scheduler {
         index(of: id).map { queues[Int(operations[$0].queue)].name }
     }
 
+    /// True when `attempt` of `operation` is the current one and the live worker behind `handle` holds it
+    /// (dispatched or executing): the only reports about it that count, e.g. its progress. O(1).
+    public func holds(_ handle: WorkerHandle, _ operation: OperationID, attempt: Int) -> Bool {
+        guard let worker = live(handle) else { return false }
+        return current(operation, attempt: attempt, worker: worker) != nil
+    }
+
     /// True while the worker behind `handle` is registered (it has not left or been lost).
     public func isLive(_ handle: WorkerHandle) -> Bool { live(handle) != nil }
 
@@ -174,8 +181,8 @@ extension Scheduler {
 
     /// Whether every operation of `job` (barriers included) has finished; nil if unknown. O(1).
     public func isFinished(job: JobID) -> Bool? {
-        guard job.rawValue >= 1, job.index < jobs.count, !jobs[job.index].isPruned else { return nil }
-        return jobs[job.index].unfinished == 0
+        guard let index = index(of: job), !jobs[index].isPruned else { return nil }
+        return jobs[index].unfinished == 0
     }
 
     /// The worker id behind `handle` (also after it left).

@@ -22,8 +22,8 @@ extension Scheduler {
     /// Cancels every operation of `job` unfinished at this moment, barriers included.
     public mutating func cancel(job: JobID, at time: Timestamp) throws(RequestError) {
         now = time
-        guard job.rawValue >= 1, job.index < jobs.count else { throw .unknownJob(job) }
-        let record = jobs[job.index]
+        guard let index = index(of: job) else { throw .unknownJob(job) }
+        let record = jobs[index]
         cancelAll((record.first..<record.first + record.count).filter { operations[$0].state != .finished })
     }
 

@@ -105,9 +105,14 @@ extension Scheduler {
             .invalidField(index: k, name: spec.name, field: field, problem: problem)
         }
         if spec.queue.isEmpty { throw invalid("queue", "must not be empty") }
-        if spec.retries < 0 || spec.retries > Int(UInt32.max) { throw invalid("retries", "must be 0 or more, not \(spec.retries)") }
-        if let timeout = spec.timeout, !(timeout > 0 && timeout.isFinite) {
-            throw invalid("timeout", "must be a positive number of seconds, not \(timeout)")
+        if spec.retries < 0 { throw invalid("retries", "must be 0 or more, not \(spec.retries)") }
+        if spec.retries > Limits.maxRetries { throw invalid("retries", "must be at most \(Limits.maxRetries), not \(spec.retries)") }
+        // The same range every other edge checks (Limits), so a timeout accepted here is never refused by a worker.
+        if let timeout = spec.timeout {
+            if !(timeout > 0) { throw invalid("timeout", "must be a positive number of seconds, not \(timeout)") }
+            if !Limits.isValidDuration(timeout, positive: true) {
+                throw invalid("timeout", "must be at most \(Int(Limits.maxSeconds)) seconds, not \(timeout)")
+            }
         }
         switch spec.work {
         case .empty: break

@@ -89,7 +89,7 @@ extension Scheduler {
     /// The live worker behind `handle`, or nil once it left or was lost.
     func live(_ handle: WorkerHandle) -> Int? {
         let worker = Int(handle.index)
-        return worker < workers.count && workers[worker].isAlive ? worker : nil
+        return workers.indices.contains(worker) && workers[worker].isAlive ? worker : nil
     }
 
     /// A requeued attempt still running on the worker that reports it: it becomes that worker's again.

@@ -31,9 +31,9 @@ public struct Scheduler: Sendable {
     /// Effects produced since the last ``takeEffects()``, in order.
     public internal(set) var effects: [Effect] = []
 
-    /// Every operation ever accepted, indexed by `OperationID.index`.
+    /// Every operation ever accepted, indexed by `OperationID.index(below:)`.
     var operations: [OperationRecord] = []
-    /// Every job, indexed by `JobID.index`.
+    /// Every job, indexed by `JobID.index(below:)`.
     var jobs: [JobRecord] = []
     /// Queues, by index; created on first use.
     var queues: [QueueRecord] = []
@@ -93,10 +93,10 @@ public struct Scheduler: Sendable {
     func id(_ index: Int) -> OperationID { OperationID(index: index) }
 
     /// The index of `id`, or nil when no such operation exists.
-    func index(of id: OperationID) -> Int? {
-        let index = id.index
-        return id.rawValue >= 1 && index < operations.count ? index : nil
-    }
+    func index(of id: OperationID) -> Int? { id.index(below: operations.count) }
+
+    /// The index of `id`, or nil when no such job exists (pruned ones included: see callers).
+    func index(of id: JobID) -> Int? { id.index(below: jobs.count) }
 
     /// The queue named `name`, created with default settings if new.
     mutating func queue(named name: String) -> Int {

@@ -82,6 +82,25 @@ extension Opq_V1_Progress {
         if hasFraction {
             try Check.that((0...1).contains(fraction), path() + ".fraction", "must be from 0 to 1, not \(fraction)")
         }
+        let bytes = message.utf8.count
+        try Check.that(bytes <= WireLimits.maxProgressMessageBytes, path() + ".message",
+                       "is \(bytes) bytes long; at most \(WireLimits.maxProgressMessageBytes) are allowed")
+    }
+
+    /// `message` shortened (at a character boundary) to at most ``WireLimits/maxProgressMessageBytes``
+    /// bytes, with "…" marking a cut: what a worker puts in `Progress.message`.
+    public static func clampedMessage(_ message: String) -> String {
+        guard message.utf8.count > WireLimits.maxProgressMessageBytes else { return message }
+        let ellipsis = "…"
+        let room = WireLimits.maxProgressMessageBytes - ellipsis.utf8.count
+        var result = ""
+        var bytes = 0
+        for character in message {
+            bytes += character.utf8.count
+            guard bytes <= room else { break }
+            result.append(character)
+        }
+        return result + ellipsis
     }
 }
 

@@ -1,3 +1,4 @@
+import OPQCore
 import SwiftProtobuf
 
 /// A generated enum whose values can be checked against the ones this protocol version defines.
@@ -96,9 +97,8 @@ enum Check {
 
     /// A duration or timestamp in seconds: finite, ≥ 0 (> 0 if `positive`), at most `maxSeconds`.
     static func seconds(_ value: Double, _ path: @autoclosure Path, positive: Bool = false) throws(WireError) {
-        let inRange = positive ? value > 0 : value >= 0
-        if !(inRange && value <= WireLimits.maxSeconds) {
-            throw .invalidField(path(), problem: "must be a \(positive ? "positive" : "non-negative") finite number of seconds, not \(value)")
+        if !Limits.isValidDuration(value, positive: positive) {
+            throw .invalidField(path(), problem: "must be \(Limits.durationRange(positive: positive)), not \(value)")
         }
     }
 

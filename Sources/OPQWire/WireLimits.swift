@@ -23,6 +23,9 @@ public enum WireLimits {
     public static let maxListEntries = 65_536
     /// Most bytes of one name (operation, queue, worker, handler, label key).
     public static let maxNameBytes = 4_096
+    /// Most bytes of a progress report's message (`Progress.message`); longer ones are refused, and
+    /// ``Opq_V1_Progress/clampedMessage(_:)`` shortens a message to fit.
+    public static let maxProgressMessageBytes = 1_024
     /// Most worker slots.
     public static let maxSlots = Int32(Limits.maxSlots)
     /// Highest attempt number a valid message can carry.

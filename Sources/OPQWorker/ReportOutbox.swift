@@ -109,7 +109,7 @@ struct ReportOutbox {
                 $0.operation = key.operation.rawValue
                 $0.attempt = UInt32(clamping: key.attempt)
                 $0.fraction = fraction
-                $0.message = message ?? ""
+                $0.message = Opq_V1_Progress.clampedMessage(message ?? "")
             })
         case .finished(let completion):
             return .finished(finished(completion, raw: &raw))

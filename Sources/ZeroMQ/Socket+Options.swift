@@ -32,6 +32,9 @@ extension SocketOption where Value == Bool {
     public static var routerHandover: Self { .init(ZMQ_ROUTER_HANDOVER, name: "ZMQ_ROUTER_HANDOVER") }
     /// `ZMQ_IMMEDIATE`: queue messages only to completed connections.
     public static var immediate: Self { .init(ZMQ_IMMEDIATE, name: "ZMQ_IMMEDIATE") }
+    /// `ZMQ_IPV6`: TCP endpoints may use IPv6 addresses (`[::1]`, names resolving to IPv6). Off by
+    /// default in libzmq: without it a v6 address fails to bind or connect.
+    public static var ipv6: Self { .init(ZMQ_IPV6, name: "ZMQ_IPV6") }
     /// `ZMQ_CURVE_SERVER`: act as CURVE server (set ``curveSecretKey`` too).
     public static var curveServer: Self { .init(ZMQ_CURVE_SERVER, name: "ZMQ_CURVE_SERVER") }
 }
@@ -41,6 +44,10 @@ extension SocketOption where Value == Int32 {
     public static var sendHWM: Self { .init(ZMQ_SNDHWM, name: "ZMQ_SNDHWM") }
     /// `ZMQ_RCVHWM`: messages queued per peer before the peer is throttled.
     public static var receiveHWM: Self { .init(ZMQ_RCVHWM, name: "ZMQ_RCVHWM") }
+    /// `ZMQ_BACKLOG`: the listen queue of a TCP or IPC bind: connections not yet accepted (libzmq's
+    /// default, 100, overflows when thousands of peers connect at once; the kernel caps it at
+    /// `net.core.somaxconn`). Set before `bind`.
+    public static var backlog: Self { .init(ZMQ_BACKLOG, name: "ZMQ_BACKLOG") }
     /// `ZMQ_LINGER` (ms): how long close waits for unsent messages; `0` (the default here) drops them.
     public static var linger: Self { .init(ZMQ_LINGER, name: "ZMQ_LINGER") }
     /// `ZMQ_SNDTIMEO` (ms): a blocking send gives up with `.wouldBlock` after this; `-1` never.

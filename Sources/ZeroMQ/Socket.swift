@@ -99,6 +99,7 @@ public final class Socket {
     @discardableResult
     public func bind(_ endpoint: String) throws(ZMQError) -> String {
         let handle = try openHandle("zmq_bind")
+        if endpoint.hasPrefix("tcp://[") { try set(.ipv6, true) }  // libzmq refuses IPv6 addresses without it
         try zmqCall("zmq_bind", detail: endpoint) { zmq_bind(handle, endpoint) }
         return try lastEndpoint
     }
@@ -106,6 +107,7 @@ public final class Socket {
     /// Connects to `endpoint`; the connection is made (and remade) in the background.
     public func connect(_ endpoint: String) throws(ZMQError) {
         let handle = try openHandle("zmq_connect")
+        if endpoint.hasPrefix("tcp://[") { try set(.ipv6, true) }  // libzmq refuses IPv6 addresses without it
         try zmqCall("zmq_connect", detail: endpoint) { zmq_connect(handle, endpoint) }
     }
 

@@ -3,7 +3,13 @@ import Dispatch
 import Foundation
 import Logging
 import OPQCoordinator
+import OPQCore
 import OPQJournal
+
+#if canImport(Glibc)
+import Glibc
+private let RLIMIT_NOFILE_VALUE = __rlimit_resource_t(RLIMIT_NOFILE.rawValue)
+#endif
 
 /// `opq-coordinator`: holds the dependency graph and the queues, and dispatches to workers.
 @main
@@ -14,12 +20,20 @@ struct OPQCoordinatorCommand: ParsableCommand {
         discussion: """
             Workers (opq-worker) connect to the workers endpoint; the opq command line and OPQClient programs \
             connect to the clients endpoint. Both bind loopback by default: opq runs commands, so an open \
-            port is remote code execution. Non-loopback addresses are refused.
+            port is remote code execution. An endpoint is one address: anything that resolves to a \
+            non-loopback address, wildcards (*, 0.0.0.0, [::]), interface names and libzmq's source-address \
+            syntax (a ';') are refused.
+
+            SECURITY: there is no authentication yet. Any local user who can reach the workers endpoint can \
+            pose as a worker, and any local user who can reach the clients endpoint can submit commands that \
+            the workers run as THEIR user (root, if a worker runs as root). Loopback TCP is reachable by every \
+            user of this machine. On a machine you share, use --ipc DIR (Unix sockets in a 0700 directory: \
+            only your user can connect), and never run workers as root.
 
             Examples:
               opq-coordinator
-              opq-coordinator --workers-endpoint tcp://127.0.0.1:7130 --clients-endpoint tcp://127.0.0.1:7131
-              opq-coordinator --workers-endpoint ipc:///tmp/opq/workers --clients-endpoint ipc:///tmp/opq/clients
+              opq-coordinator --ipc "$XDG_RUNTIME_DIR/opq"        # private: workers use ipc://DIR/workers, opq ipc://DIR/clients
+              opq-coordinator --workers-endpoint tcp://127.0.0.1:7130 --clients-endpoint tcp://[::1]:7131
               opq-coordinator --workers-endpoint 'tcp://127.0.0.1:*'     # any free port; printed at start
 
             On start it prints one line, "opq-coordinator workers=ENDPOINT clients=ENDPOINT", with the \
@@ -37,19 +51,28 @@ struct OPQCoordinatorCommand: ParsableCommand {
               opq-coordinator --fsync always                  # also survive power loss (slower commits)
             """)
 
-    @Option(help: "Endpoint workers connect to (tcp://127.0.0.1:PORT or ipc://PATH).")
-    var workersEndpoint = "tcp://127.0.0.1:\(CoordinatorConfiguration.defaultWorkersPort)"
+    @Option(help: ArgumentHelp(
+        "Endpoint workers connect to: tcp://HOST:PORT on a loopback address (127.0.0.1, [::1], localhost; PORT * = any free port) or ipc://PATH. Default: tcp://127.0.0.1:\(CoordinatorConfiguration.defaultWorkersPort).",
+        valueName: "endpoint"))
+    var workersEndpoint: String?
 
-    @Option(help: "Endpoint clients (opq, OPQClient) connect to.")
-    var clientsEndpoint = "tcp://127.0.0.1:\(CoordinatorConfiguration.defaultClientsPort)"
+    @Option(help: ArgumentHelp(
+        "Endpoint clients (opq, OPQClient) connect to, as for --workers-endpoint. Default: tcp://127.0.0.1:\(CoordinatorConfiguration.defaultClientsPort).",
+        valueName: "endpoint"))
+    var clientsEndpoint: String?
 
-    @Option(help: "Heartbeat interval in seconds, both ways.")
+    @Option(help: ArgumentHelp(
+        "Bind both endpoints as Unix sockets in DIR (created mode 0700; an existing one must be yours and 0700): ipc://DIR/workers and ipc://DIR/clients. Only your user can connect, unlike loopback TCP.",
+        valueName: "dir"))
+    var ipc: String?
+
+    @Option(help: "Heartbeat interval in seconds, both ways (greater than 0, at most \(Int(Limits.maxSeconds))).")
     var heartbeat = 1.0
 
-    @Option(help: "Missed heartbeats before a worker is declared lost.")
+    @Option(help: "Missed heartbeats before a worker is declared lost (1 to \(Limits.maxLiveness)).")
     var liveness = 3
 
-    @Option(help: "Seconds between SIGTERM and SIGKILL when an operation is cancelled or times out.")
+    @Option(help: "Seconds between SIGTERM and SIGKILL when an operation is cancelled or times out (0 to \(Int(Limits.maxSeconds))).")
     var killGrace = 10.0
 
     @Option(help: "State directory: the journal and its lock. Default: $XDG_STATE_HOME/opq, else ~/.local/state/opq.")
@@ -58,19 +81,36 @@ struct OPQCoordinatorCommand: ParsableCommand {
     @Option(help: "Journal sync level: 'normal' survives a crash of the coordinator; 'always' fsyncs every commit and survives power loss.")
     var fsync: String = Journal.Sync.processCrash.rawValue
 
-    @Option(help: "Seconds operations running at a restart wait for their workers to report them before they get a new attempt.")
+    @Option(help: "Seconds operations running at a restart wait for their workers to report them before they get a new attempt (0 to \(Int(Limits.maxSeconds))).")
     var recoveryGrace = 5.0
 
     @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.")
     var logLevel: String = "info"
 
     func validate() throws {
-        guard heartbeat > 0 else { throw ValidationError("--heartbeat must be positive") }
-        guard liveness >= 1 else { throw ValidationError("--liveness must be at least 1") }
-        guard killGrace >= 0 else { throw ValidationError("--kill-grace must not be negative") }
+        // Every number is checked here against the range every other edge uses (OPQCore.Limits), so a
+        // value accepted here is never refused later by a worker or the wire.
+        let problems = [
+            Limits.durationProblem(heartbeat, name: "--heartbeat", positive: true),
+            Limits.countProblem(liveness, name: "--liveness", range: 1...Limits.maxLiveness),
+            Limits.durationProblem(killGrace, name: "--kill-grace"),
+            Limits.durationProblem(recoveryGrace, name: "--recovery-grace"),
+        ]
+        if let problem = problems.compactMap({ $0 }).first { throw ValidationError(problem) }
+        if ipc != nil, workersEndpoint != nil || clientsEndpoint != nil {
+            throw ValidationError("--ipc sets both endpoints: give it without --workers-endpoint and --clients-endpoint")
+        }
         guard Journal.Sync(rawValue: fsync) != nil else { throw ValidationError("--fsync must be 'normal' or 'always', not '\(fsync)'") }
-        guard recoveryGrace >= 0 else { throw ValidationError("--recovery-grace must not be negative") }
         guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("unknown --log-level '\(logLevel)'") }
+    }
+
+    /// Every connected client or worker holds a descriptor: the soft limit (often 1,024) goes up to the
+    /// hard one, so thousands of peers can connect.
+    static func raiseFileLimit() {
+        var limit = rlimit()
+        guard getrlimit(RLIMIT_NOFILE_VALUE, &limit) == 0, limit.rlim_cur < limit.rlim_max else { return }
+        limit.rlim_cur = limit.rlim_max
+        _ = setrlimit(RLIMIT_NOFILE_VALUE, &limit)
     }
 
     func run() throws {
@@ -80,9 +120,10 @@ struct OPQCoordinatorCommand: ParsableCommand {
             handler.logLevel = level
             return handler
         }
+        Self.raiseFileLimit()
         var configuration = CoordinatorConfiguration()
-        configuration.workersEndpoint = workersEndpoint
-        configuration.clientsEndpoint = clientsEndpoint
+        if let workersEndpoint { configuration.workersEndpoint = workersEndpoint }
+        if let clientsEndpoint { configuration.clientsEndpoint = clientsEndpoint }
         configuration.heartbeatInterval = heartbeat
         configuration.liveness = liveness
         configuration.killGrace = killGrace
@@ -91,6 +132,7 @@ struct OPQCoordinatorCommand: ParsableCommand {
         configuration.recoveryGrace = recoveryGrace
         let coordinator: Coordinator
         do {
+            if let ipc { try configuration.usePrivateIPC(in: ipc) }
             coordinator = try Coordinator(configuration: configuration, logger: Logger(label: "opq.coordinator"))
         } catch {
             FileHandle.standardError.write(Data("opq-coordinator: \(error)\n".utf8))

@@ -2,7 +2,9 @@ import ArgumentParser
 import Dispatch
 import Foundation
 import Logging
+import OPQCore
 import OPQWorker
+import ZeroMQ
 
 /// `opq-worker`: runs operations for a coordinator: the public `Worker` API with the built-in handlers.
 @main
@@ -30,7 +32,7 @@ struct OPQWorkerCommand: ParsableCommand {
     @Option(help: ArgumentHelp("The coordinator's worker endpoint (environment: OPQ_WORKER_ENDPOINT).", valueName: "endpoint"))
     var coordinator = ProcessInfo.processInfo.environment["OPQ_WORKER_ENDPOINT"] ?? WorkerConfiguration.defaultCoordinator
 
-    @Option(help: ArgumentHelp("How many operations run at once (at least 1).", valueName: "n"))
+    @Option(help: ArgumentHelp("How many operations run at once (1 to \(Limits.maxSlots)).", valueName: "n"))
     var slots: Int
 
     @Option(help: ArgumentHelp("Serve only these queues, comma-separated (default: every queue).", valueName: "a,b"))
@@ -42,10 +44,10 @@ struct OPQWorkerCommand: ParsableCommand {
     @Option(help: ArgumentHelp("The worker's unique name (default: host-pid).", valueName: "name"))
     var name: String?
 
-    @Option(help: ArgumentHelp("Seconds between SIGTERM and SIGKILL when a command is cancelled.", valueName: "seconds"))
+    @Option(help: ArgumentHelp("Seconds between SIGTERM and SIGKILL when a command is cancelled (0 to \(Int(Limits.maxSeconds))).", valueName: "seconds"))
     var killGrace = 10.0
 
-    @Option(help: ArgumentHelp("Heartbeat interval in seconds until the coordinator sets its own.", valueName: "seconds"))
+    @Option(help: ArgumentHelp("Heartbeat interval in seconds until the coordinator sets its own (greater than 0, at most \(Int(Limits.maxSeconds))).", valueName: "seconds"))
     var heartbeat = 1.0
 
     @Option(help: ArgumentHelp("trace, debug, info, notice, warning, error or critical.", valueName: "level"))
@@ -69,6 +71,19 @@ struct OPQWorkerCommand: ParsableCommand {
     }
 
     func validate() throws {
+        // The flags' own ranges (OPQCore.Limits, the same the coordinator and the wire use), named by flag,
+        // before the configuration's own checks.
+        let problems = [
+            Limits.countProblem(slots, name: "--slots", range: 1...Limits.maxSlots),
+            Limits.durationProblem(killGrace, name: "--kill-grace"),
+            Limits.durationProblem(heartbeat, name: "--heartbeat", positive: true),
+        ]
+        if let problem = problems.compactMap({ $0 }).first { throw ValidationError(problem) }
+        do {
+            _ = try Endpoint(parsing: coordinator)  // one address, as the coordinator binds it
+        } catch {
+            throw ValidationError("--coordinator: \(error)")
+        }
         if let problem = try workerConfiguration.problem { throw ValidationError(problem) }
         guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("unknown --log-level '\(logLevel)'") }
     }
