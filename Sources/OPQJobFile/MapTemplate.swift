@@ -9,8 +9,9 @@ import OPQCore
 /// A placeholder that stands for several arguments (`{}` with `-n 2` or several input sources) makes
 /// several words, text before it joining the first and text after it the last (`x{}y` with `1 2` →
 /// `x1`, `2y`), as parallel without `-X`. A placeholder that stands for none (`{3}` with two
-/// arguments) adds nothing; a word made only of such placeholders disappears. A template with no
-/// placeholder at all gets ` {}` appended, as with GNU parallel and xargs.
+/// arguments) adds nothing: its word is an empty argument without a shell (as `parallel -q`, whose
+/// command words are argv too) and vanishes from a `--shell` script (as `parallel`). A template with
+/// no placeholder at all gets ` {}` appended, as with GNU parallel and xargs.
 ///
 /// With a shell the words are joined by spaces into one `sh -c` script and every substituted value is
 /// single-quoted, so it is still one word and never code.
@@ -120,20 +121,17 @@ public struct MapTemplate: Sendable, Equatable {
     }
 
     /// One template word → the words it makes: text joins the neighbouring values; each further value of
-    /// a placeholder starts a new word; a word with neither text nor any value disappears.
+    /// a placeholder starts a new word. A word whose placeholders stand for nothing stays as an empty
+    /// argument in argv mode (as `parallel -q`) and adds nothing to a `--shell` script (as `parallel`).
     private static func expand(_ word: [Placeholder.Piece], _ arguments: [String], sequence: Int) -> [[Fragment]] {
-        if word.isEmpty { return [[.code("")]] }  // an empty argument written in the template stays
         var words: [[Fragment]] = []
         var current: [Fragment] = []
-        var hasContent = false
         for piece in word {
             switch piece {
             case .text(let text):
                 current.append(.code(text))
-                hasContent = true
             case .placeholder(.slot):
                 current.append(.slot)
-                hasContent = true
             case .placeholder(let placeholder):
                 for (k, value) in placeholder.values(arguments, sequence: sequence).enumerated() {
                     if k > 0 {
@@ -141,11 +139,10 @@ public struct MapTemplate: Sendable, Equatable {
                         current = []
                     }
                     current.append(.value(value))
-                    hasContent = true
                 }
             }
         }
-        if hasContent { words.append(current) }
+        words.append(current)
         return words
     }
 
