@@ -9,13 +9,18 @@ extension JobFileParser {
     /// The keys that say what an operation does; at most one per operation.
     static let workFields = ["command", "shell", "commands", "handler"]
 
+    /// How errors name an operation: `operation 'NAME'`, a long name cut to 80 characters.
+    static func subject(named name: String) -> String {
+        "operation '\(name.count > 80 ? name.prefix(79) + "…" : name)'"
+    }
+
     /// Parses one item of `operations` into the spec at `index`, applying the defaults.
     mutating func parseOperation(_ node: Node, index k: Int) throws(JobFileError) {
         var subject = "operation #\(k + 1)"
         // Name the operation in errors about its other fields, even those written before `name`.
         if case .mapping(let mapping) = node, case .scalar(let name)? = mapping.first(where: { $0.key.string == "name" })?.value,
            !name.string.isEmpty {
-            subject = "operation '\(name.string)'"
+            subject = Self.subject(named: name.string)
         }
         let fields = try reader.fields(node, subject, field: subject, allowed: Self.operationFields)
         operationLines[k] = NodeReader.line(of: node)
@@ -26,7 +31,7 @@ extension JobFileParser {
                                  requires: defaults.requires, retries: defaults.retries, timeout: defaults.timeout)
         if let name = fields["name"] {
             spec.name = try reader.name(name, subject, field: "name")
-            if !spec.name.isEmpty { subject = "operation '\(spec.name)'" }
+            if !spec.name.isEmpty { subject = Self.subject(named: spec.name) }
         }
 
         let kinds = fields.entries.filter { Self.workFields.contains($0.key) }
