@@ -27,9 +27,8 @@ struct OperationOptions: ParsableArguments {
         if let timeout, !Limits.isValidDuration(timeout, positive: true) {
             throw ValidationError("--timeout must be \(Limits.durationRange(positive: true))")
         }
-        if queue.utf8.count > Limits.maxNameBytes || queue.utf8.contains(0) {
-            throw ValidationError("--queue must be at most \(Limits.maxNameBytes) bytes, without NUL")
-        }
+        if queue.utf8.count > Limits.maxNameBytes { throw ValidationError("--queue must be at most \(Limits.maxNameBytes) bytes") }
+        if let cwd, cwd.utf8.count > Limits.maxNameBytes { throw ValidationError("--cwd must be at most \(Limits.maxNameBytes) bytes") }
         if queue.isEmpty { throw ValidationError("--queue must not be empty") }
     }
 
