@@ -52,7 +52,8 @@ public struct JobFile: Sendable {
         } catch {
             throw syntaxError(error, file: file, isJSON: isJSON)
         }
-        if let root { try NodeReader(file: file).checkTags(root) }
+        // Aliases may repeat a subtree without bound; allow what a file could plausibly spell out.
+        if let root { try NodeReader(file: file).checkTags(root, maxNodes: 1_000_000 + 64 * text.utf8.count) }
         var parser = JobFileParser(file: file)
         try parser.parse(root, endLine: text.split(separator: "\n", omittingEmptySubsequences: false).count)
         let job = JobFile(file: file, submission: Submission(parser.operations, queueSettings: parser.queueSettings),

@@ -56,11 +56,19 @@ struct NodeReader {
         "tag:yaml.org,2002:bool", "tag:yaml.org,2002:null", "tag:yaml.org,2002:seq", "tag:yaml.org,2002:map",
     ]
 
-    /// Refuses the first node (in file order) with a tag outside ``coreTags``.
-    /// - Complexity: O(nodes); iterative, so any depth is safe.
-    func checkTags(_ root: Node) throws(JobFileError) {
+    /// Refuses the first node (in file order) with a tag outside ``coreTags``, and a tree whose aliases
+    /// (`*name`) expand to more than `maxNodes` nodes (a "billion laughs": a few lines of anchors that
+    /// would make the parser build millions of arguments).
+    /// - Complexity: O(min(nodes, maxNodes)); iterative, so any depth is safe.
+    func checkTags(_ root: Node, maxNodes: Int) throws(JobFileError) {
         var pending = [root]
+        var visited = 0
         while let node = pending.popLast() {
+            visited += 1
+            if visited > maxNodes {
+                throw error(at: node, nil, field: nil,
+                            "aliases (*name) expand this file to more than \(maxNodes) values; write the values out or use fewer aliases")
+            }
             let tag: String
             switch node {
             case .scalar(let scalar): tag = scalar.tag.description

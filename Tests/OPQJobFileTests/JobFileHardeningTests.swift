@@ -114,6 +114,23 @@ import Testing
         #expect(job?.submission.operations[0].name == "007")
     }
 
+    @Test func aliasesThatExpandWithoutBoundAreRefused() throws {
+        // Each level repeats the one before 10 times: 10^9 values from 9 lines.
+        var lines = ["l0: &l0 [" + Array(repeating: "x", count: 10).joined(separator: ", ") + "]"]
+        for level in 1...9 {
+            lines.append("l\(level): &l\(level) [" + Array(repeating: "*l\(level - 1)", count: 10).joined(separator: ", ") + "]")
+        }
+        let message = try #require(failure(lines.joined(separator: "\n") + "\noperations: [{name: a}]\n"))
+        #expect(message.contains("aliases (*name) expand this file to more than"), "\(message)")
+        // Ordinary reuse is fine.
+        let job = try JobFile.parse("""
+            operations:
+              - {name: a, command: &argv [echo, hi], env: &env {LC_ALL: C}}
+              - {name: b, command: *argv, env: *env}
+            """, file: "j.yaml")
+        #expect(job.submission.operations.count == 2)
+    }
+
     @Test func namesOverTheWireLimitAreRefusedWithTheirLine() {
         let long = String(repeating: "n", count: Limits.maxNameBytes + 1)
         #expect(failure("""
