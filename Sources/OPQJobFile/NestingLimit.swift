@@ -36,53 +36,69 @@ enum NestingLimit {
         var flow = 0
         /// Inside a quoted scalar that continues on the next line: its quote character.
         var quote: UInt8?
-        /// Inside a block scalar (`|`, `>`): lines indented more than this column belong to it.
+        /// Inside a block scalar (`|`, `>`): the indentation of the node that holds it; its lines are
+        /// those indented more (the first such line fixes how much more).
         var blockScalarParent: Int?
-        /// The last line ended inside a plain scalar whose node starts at this column: a line indented
+        /// The indentation of the block scalar's first content line, once seen.
+        var blockScalarIndent: Int?
+        /// The last line ended inside a plain scalar held by a block at this indentation: a line indented
         /// more continues that scalar, so its brackets and quotes are text.
         var plainParent: Int?
 
         private static let space = UInt8(ascii: " "), tab = UInt8(ascii: "\t"), hash = UInt8(ascii: "#")
 
-        private static func isBlank(_ byte: UInt8) -> Bool { byte == space || byte == tab }
+        /// Separation whitespace; `\r` too, so CRLF lines end like LF lines.
+        private static func isBlank(_ byte: UInt8) -> Bool { byte == space || byte == tab || byte == UInt8(ascii: "\r") }
 
         /// Reads one line (without its newline) and returns the deepest level counted on it.
         ///
-        /// Conservative by construction: text is skipped (not counted) only where YAML itself reads it
-        /// as text — inside a quoted scalar, a comment, a block scalar's more-indented lines, or a plain
-        /// scalar's more-indented continuation lines — and every line's indentation is counted even then.
+        /// Text is skipped (not counted) only where YAML itself reads it as text — inside a quoted
+        /// scalar, a comment, a block scalar's lines, or a plain scalar's more-indented continuation
+        /// lines — and every block line's indentation is counted even then.
         mutating func feed(_ bytes: [UInt8]) -> Int {
             var i = 0
             while i < bytes.count, bytes[i] == Self.space { i += 1 }
             let indent = i
-            let blank = quote == nil
-                && (i == bytes.count || bytes[i] == Self.hash || (bytes[i] == UInt8(ascii: "\r") && i + 1 == bytes.count))
-            if blank {
-                if bytes.count > i, bytes[i] == Self.hash { plainParent = nil }
-                return indents.count + flow
-            }
+            let empty = i == bytes.count || (i + 1 == bytes.count && bytes[i] == UInt8(ascii: "\r"))
             if let parent = blockScalarParent {
-                if indent > parent { return indents.count + flow }
+                if empty { return indents.count + flow }
+                if let content = blockScalarIndent {
+                    if indent >= content { return indents.count + flow }
+                } else if indent > parent {
+                    blockScalarIndent = indent
+                    return indents.count + flow
+                }
                 blockScalarParent = nil
+                blockScalarIndent = nil
+            }
+            if quote == nil && (empty || bytes[i] == Self.hash) {
+                if !empty { plainParent = nil }
+                return indents.count + flow
             }
             // Every block line's indentation counts, even inside a quoted scalar.
             if flow == 0 {
                 while let top = indents.last, top > indent { indents.removeLast() }
                 if indents.last != indent { indents.append(indent) }
             }
+            /// The indentation of the block around this line's first node (for a block scalar there).
+            var enclosing = indents.count >= 2 ? indents[indents.count - 2] : -1
             var atValueStart = true
+            var continued: Int?
             if let parent = plainParent, indent > parent, quote == nil, flow == 0 {
                 atValueStart = false  // a continuation of the plain scalar on the line before
+                continued = parent
             } else if quote == nil && flow == 0 {
                 // A document marker (`--- [`): the value starts after it.
                 if indent == 0, bytes.count >= 3, bytes[0] == bytes[1], bytes[1] == bytes[2],
                    bytes[0] == UInt8(ascii: "-") || bytes[0] == UInt8(ascii: "."), bytes.count == 3 || Self.isBlank(bytes[3]) {
                     i = 3
                     while i < bytes.count, Self.isBlank(bytes[i]) { i += 1 }
+                    enclosing = -1
                 }
                 // Compact indicators opening the line each open a level: `- - x`, `? - x`, `: - x`.
                 while i < bytes.count, bytes[i] == UInt8(ascii: "-") || bytes[i] == UInt8(ascii: "?") || bytes[i] == UInt8(ascii: ":"),
                       i + 1 == bytes.count || Self.isBlank(bytes[i + 1]) {
+                    enclosing = i
                     indents.append(i + 1)
                     i += 1
                     while i < bytes.count, Self.isBlank(bytes[i]) { i += 1 }
@@ -120,39 +136,43 @@ enum NestingLimit {
                     inPlain = false
                     break
                 }
-                switch byte {
-                case UInt8(ascii: "["), UInt8(ascii: "{") where atValueStart || flow > 0:
+                let isOpening = byte == UInt8(ascii: "[") || byte == UInt8(ascii: "{")
+                let isClosing = byte == UInt8(ascii: "]") || byte == UInt8(ascii: "}")
+                let isQuote = byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "'")
+                let isValueIndicator = byte == UInt8(ascii: ":") && (i + 1 == bytes.count || Self.isBlank(bytes[i + 1]) || flow > 0)
+                if isOpening && (atValueStart || flow > 0) {
                     flow += 1
                     deepest = max(deepest, indents.count + flow)
                     atValueStart = true
                     inPlain = false
-                case UInt8(ascii: "]"), UInt8(ascii: "}") where flow > 0:
+                } else if isClosing && flow > 0 {
                     flow -= 1
                     atValueStart = false
                     inPlain = false
-                case UInt8(ascii: ",") where flow > 0:
+                } else if byte == UInt8(ascii: ",") && flow > 0 {
                     atValueStart = true
                     inPlain = false
-                case UInt8(ascii: "\""), UInt8(ascii: "'") where atValueStart:
+                } else if isQuote && atValueStart {
                     quote = byte
-                case UInt8(ascii: ":") where i + 1 == bytes.count || Self.isBlank(bytes[i + 1]) || flow > 0:
+                } else if isValueIndicator {
                     atValueStart = true
                     inPlain = false
-                case UInt8(ascii: "|"), UInt8(ascii: ">") where atValueStart && flow == 0:
-                    // A block scalar: its lines are those indented more than the node that holds it.
-                    blockScalarParent = lineStart
+                    // `key: |`: the block scalar belongs to the mapping whose keys start at this line's node.
+                    if flow == 0 { enclosing = lineStart }
+                } else if (byte == UInt8(ascii: "|") || byte == UInt8(ascii: ">")) && atValueStart && flow == 0 {
+                    blockScalarParent = enclosing
                     return deepest
-                case UInt8(ascii: "&"), UInt8(ascii: "!") where atValueStart:
+                } else if (byte == UInt8(ascii: "&") || byte == UInt8(ascii: "!")) && atValueStart {
                     // An anchor or tag before the value: skip it; the value still starts after it.
                     while i + 1 < bytes.count, !Self.isBlank(bytes[i + 1]) { i += 1 }
-                default:
+                } else {
                     atValueStart = false
                     inPlain = true
                 }
                 previous = byte
                 i += 1
             }
-            if inPlain, quote == nil, flow == 0 { plainParent = lineStart }
+            if inPlain, quote == nil, flow == 0 { plainParent = continued ?? enclosing }
             return deepest
         }
     }

@@ -22,6 +22,9 @@ import Testing
         #expect(failure(String(repeating: "- ", count: 5_000) + "x")?.hasPrefix("jobs.yaml:1: nested deeper") == true)
         #expect(failure("--- " + String(repeating: "[", count: 5_000))?.hasPrefix("jobs.yaml:1: nested deeper") == true)
         #expect(failure("a: !!seq " + String(repeating: "{a: ", count: 5_000))?.hasPrefix("jobs.yaml:1: nested deeper") == true)
+        // CRLF line ends, with the nesting on a more indented line after a value.
+        #expect(failure("operations:\r\n  - " + String(repeating: "[", count: 5_000))?.hasPrefix("jobs.yaml:2: nested deeper") == true)
+        #expect(failure("a: b\r\n  - " + String(repeating: "[", count: 5_000)) != nil)
         // Not fooled by quotes that YAML reads as text: a plain scalar's apostrophe, a '#' inside a quoted scalar.
         #expect(failure("a: don't\nb: " + String(repeating: "[", count: 5_000))?.hasPrefix("jobs.yaml:2: nested deeper") == true)
         #expect(failure("a: \"x\n#\"\nb: " + String(repeating: "[", count: 5_000))?.hasPrefix("jobs.yaml:3: nested deeper") == true)
