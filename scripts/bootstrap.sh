@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Installs what a fresh Debian machine lacks to build opq: pkg-config, libzmq (libzmq3-dev) and SQLite
-# (libsqlite3-dev).
+# Installs what a fresh Debian machine lacks to build and test opq: pkg-config, libzmq (libzmq3-dev),
+# SQLite (libsqlite3-dev) and GNU parallel (the tests' reference for opq map).
 # Swift itself must already be installed. Safe to run again: it installs only what is missing.
 set -euo pipefail
 
@@ -12,6 +12,11 @@ fi
 # SQLite for the coordinator's journal (GRDB links the system library).
 if ! command -v pkg-config >/dev/null 2>&1 || ! pkg-config --exists sqlite3; then
     missing+=(libsqlite3-dev)
+fi
+# GNU parallel: the reference the opq map tests compare placeholders against (Tests/OPQCLITests/
+# ParallelComparisonTests.swift). moreutils ships another `parallel`; only GNU's will do.
+if ! parallel --version 2>/dev/null | grep -q '^GNU parallel'; then
+    missing+=(parallel)
 fi
 if [ ${#missing[@]} -gt 0 ]; then
     echo "bootstrap: installing ${missing[*]}" >&2

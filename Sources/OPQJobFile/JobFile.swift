@@ -31,8 +31,11 @@ public struct JobFile: Sendable {
             let reason = (error as NSError).localizedFailureReason ?? "\(error.localizedDescription)"
             throw JobFileError(file: path, line: nil, message: "cannot read the file: \(reason)")
         }
-        guard let text = String(data: data, encoding: .utf8) else {
-            throw JobFileError(file: path, line: nil, message: "the file is not UTF-8 text")
+        guard let text = String(validating: data, as: UTF8.self) else {
+            let (line, offset) = firstInvalidUTF8(in: data)
+            throw JobFileError(file: path, line: line,
+                               message: "the file is not UTF-8 text: invalid byte 0x\(String(data[data.startIndex + offset], radix: 16, uppercase: true)) "
+                                   + "at byte \(offset + 1); save it as UTF-8")
         }
         return try parse(text, file: path, isJSON: path.lowercased().hasSuffix(".json"))
     }
@@ -41,12 +44,16 @@ public struct JobFile: Sendable {
     /// - Throws: ``JobFileError`` naming the file, line and field of the first mistake.
     public static func parse(_ text: String, file: String, isJSON: Bool = false) throws(JobFileError) -> JobFile {
         if isJSON { try StrictJSON.check(text, file: file) }
+        // Before Yams: its composer recurses once per level and would overflow the stack.
+        try NestingLimit.check(text, file: file)
         let root: Node?
         do {
             root = try Yams.compose(yaml: text)
         } catch {
             throw syntaxError(error, file: file, isJSON: isJSON)
         }
+        // Aliases may repeat a subtree without bound; allow what a file could plausibly spell out.
+        if let root { try NodeReader(file: file).checkTags(root, maxNodes: 1_000_000 + 64 * text.utf8.count) }
         var parser = JobFileParser(file: file)
         try parser.parse(root, endLine: text.split(separator: "\n", omittingEmptySubsequences: false).count)
         let job = JobFile(file: file, submission: Submission(parser.operations, queueSettings: parser.queueSettings),
@@ -62,6 +69,22 @@ public struct JobFile: Sendable {
             _ = try scheduler.submit(submission, at: 0)
         } catch {
             throw locate(error)
+        }
+    }
+
+    /// The 1-based line and 0-based byte offset of the first byte of `data` that is not valid UTF-8.
+    static func firstInvalidUTF8(in data: Data) -> (line: Int, offset: Int) {
+        var line = 1, offset = 0
+        var parser = Unicode.UTF8.ForwardParser()
+        var bytes = data.makeIterator()
+        while true {
+            switch parser.parseScalar(from: &bytes) {
+            case .valid(let scalar):
+                if scalar.count == 1, scalar.first == UInt8(ascii: "\n") { line += 1 }
+                offset += scalar.count
+            case .error, .emptyInput:
+                return (line, min(offset, max(data.count - 1, 0)))
+            }
         }
     }
 

@@ -9,13 +9,18 @@ extension JobFileParser {
     /// The keys that say what an operation does; at most one per operation.
     static let workFields = ["command", "shell", "commands", "handler"]
 
+    /// How errors name an operation: `operation 'NAME'`, a long name cut to 80 characters.
+    static func subject(named name: String) -> String {
+        "operation '\(name.count > 80 ? name.prefix(79) + "…" : name)'"
+    }
+
     /// Parses one item of `operations` into the spec at `index`, applying the defaults.
     mutating func parseOperation(_ node: Node, index k: Int) throws(JobFileError) {
         var subject = "operation #\(k + 1)"
         // Name the operation in errors about its other fields, even those written before `name`.
         if case .mapping(let mapping) = node, case .scalar(let name)? = mapping.first(where: { $0.key.string == "name" })?.value,
            !name.string.isEmpty {
-            subject = "operation '\(name.string)'"
+            subject = Self.subject(named: name.string)
         }
         let fields = try reader.fields(node, subject, field: subject, allowed: Self.operationFields)
         operationLines[k] = NodeReader.line(of: node)
@@ -25,8 +30,8 @@ extension JobFileParser {
         var spec = OperationSpec(queue: defaults.queue, priority: defaults.priority, qualityOfService: defaults.qualityOfService,
                                  requires: defaults.requires, retries: defaults.retries, timeout: defaults.timeout)
         if let name = fields["name"] {
-            spec.name = try reader.string(name, subject, field: "name")
-            if !spec.name.isEmpty { subject = "operation '\(spec.name)'" }
+            spec.name = try reader.name(name, subject, field: "name")
+            if !spec.name.isEmpty { subject = Self.subject(named: spec.name) }
         }
 
         let kinds = fields.entries.filter { Self.workFields.contains($0.key) }
@@ -39,10 +44,10 @@ extension JobFileParser {
         }
         var environment = defaults.environment
         if let node = fields["env"] {
-            environment.merge(try reader.stringMap(node, subject, field: "env")) { $1 }
+            environment.merge(try reader.stringMap(node, subject, field: "env", isEnvironment: true)) { $1 }
         }
         var workingDirectory = defaults.workingDirectory
-        if let node = fields["cwd"] { workingDirectory = try reader.string(node, subject, field: "cwd") }
+        if let node = fields["cwd"] { workingDirectory = try reader.name(node, subject, field: "cwd") }
         let makesProcesses = fields["command"] != nil || fields["shell"] != nil || fields["commands"] != nil
         for key in ["env", "cwd"] where fields[key] != nil && !makesProcesses {
             throw reader.error(at: fields.keyNode(key), subject, field: key,
@@ -69,6 +74,7 @@ extension JobFileParser {
                     throw reader.error(at: value, subject, field: key,
                                        "commands must be a list of argv lists, not \(NodeReader.describe(value))")
                 }
+                try reader.count(items.count, at: value, subject, field: key, maximum: Limits.maxCommandsPerOperation)
                 var commands: [Command] = []
                 for (i, item) in items.enumerated() {
                     lines["commands[\(i)]"] = NodeReader.line(of: item)
@@ -81,21 +87,24 @@ extension JobFileParser {
                 }
                 spec.work = .commands(commands)
             case "handler":
-                let name = try reader.string(value, subject, field: key)
-                let payload = try fields["payload"].map { (node) throws(JobFileError) in try reader.string(node, subject, field: "payload") } ?? ""
+                let name = try reader.name(value, subject, field: key)
+                let payload = try fields["payload"].map { (node) throws(JobFileError) in
+                    try reader.string(node, subject, field: "payload", allowsNUL: true)  // bytes for the handler, never cut
+                } ?? ""
                 spec.work = .handler(name: name, payload: Array(payload.utf8))
             case "after":
-                for (name, node) in try reader.strings(value, subject, field: key, allowSingle: true, what: "a list of operation names") {
+                for (name, node) in try reader.strings(value, subject, field: key, allowSingle: true, maxBytes: Limits.maxNameBytes,
+                                                         what: "a list of operation names") {
                     spec.dependencies.append(.name(name))
                     if lines["after:\(name)"] == nil { lines["after:\(name)"] = NodeReader.line(of: node) }
                 }
             case "requires": spec.requires = try requirement(value, subject)
             case "priority": spec.priority = try priority(value, subject)
             case "qos": spec.qualityOfService = try qualityOfService(value, subject)
-            case "retries": spec.retries = try reader.int(value, subject, field: key)
-            case "timeout": spec.timeout = try reader.seconds(value, subject, field: key)
+            case "retries": spec.retries = try reader.int(value, subject, field: key, in: 0...Limits.maxRetries)
+            case "timeout": spec.timeout = try reader.seconds(value, subject, field: key, positive: true)
             case "labels": spec.labels = try reader.stringMap(value, subject, field: key)
-            case "queue": spec.queue = try reader.string(value, subject, field: key)
+            case "queue": spec.queue = try reader.name(value, subject, field: key)
             case "barrier": spec.isBarrier = try reader.bool(value, subject, field: key)
             default: _ = keyNode  // name, payload, env, cwd: read above
             }

@@ -38,7 +38,7 @@ struct JobFileParser {
         }
         let top = try reader.fields(root, nil, field: nil, allowed: Self.topLevelFields, what: "a mapping with an 'operations' list")
         if let node = top["queue"] {
-            defaults.queue = try reader.string(node, nil, field: "queue")
+            defaults.queue = try reader.name(node, nil, field: "queue")
         }
         if let node = top["defaults"] { try parseDefaults(node) }
         if let node = top["queues"] { try parseQueues(node) }
@@ -48,6 +48,7 @@ struct JobFileParser {
         guard case .sequence(let sequence) = list else {
             throw reader.error(at: list, nil, field: "operations", "operations must be a list, not \(NodeReader.describe(list))")
         }
+        try reader.count(sequence.count, at: list, nil, field: "operations", maximum: Limits.maxOperationsPerSubmission)
         guard !sequence.isEmpty else {
             throw reader.error(at: list, nil, field: "operations", "the operations list is empty; a job needs at least one operation")
         }
@@ -61,10 +62,10 @@ struct JobFileParser {
             switch key {
             case "priority": defaults.priority = try priority(value, subject)
             case "requires": defaults.requires = try requirement(value, subject)
-            case "retries": defaults.retries = try reader.int(value, subject, field: key)
-            case "timeout": defaults.timeout = try reader.seconds(value, subject, field: key)
-            case "env": defaults.environment = try reader.stringMap(value, subject, field: key)
-            case "cwd": defaults.workingDirectory = try reader.string(value, subject, field: key)
+            case "retries": defaults.retries = try reader.int(value, subject, field: key, in: 0...Limits.maxRetries)
+            case "timeout": defaults.timeout = try reader.seconds(value, subject, field: key, positive: true)
+            case "env": defaults.environment = try reader.stringMap(value, subject, field: key, isEnvironment: true)
+            case "cwd": defaults.workingDirectory = try reader.name(value, subject, field: key)
             case "qos": defaults.qualityOfService = try qualityOfService(value, subject)
             default: break
             }
@@ -77,7 +78,9 @@ struct JobFileParser {
             let subject = "queue '\(name)'"
             let fields = try reader.fields(value, subject, field: "queue '\(name)'", allowed: Self.queueFields)
             var settings = QueueSettings()
-            if let node = fields["maxConcurrent"] { settings.maxConcurrent = try reader.int(node, subject, field: "maxConcurrent") }
+            if let node = fields["maxConcurrent"] {
+                settings.maxConcurrent = try reader.int(node, subject, field: "maxConcurrent", in: -1...Limits.maxConcurrent)
+            }
             if let node = fields["suspended"] { settings.isSuspended = try reader.bool(node, subject, field: "suspended") }
             queueLines[name] = NodeReader.line(of: fields["maxConcurrent"] ?? keyNode)
             queueSettings.append((name, settings))
@@ -90,6 +93,10 @@ struct JobFileParser {
         let levels = QueuePriority.allCases.reversed().map(\.description)
         if case .scalar(let scalar) = node, let priority = QueuePriority(parsing: scalar.string) { return priority }
         let written = (try? reader.string(node, subject, field: "priority")) ?? NodeReader.describe(node)
+        if Double(written) != nil || written.lowercased().hasSuffix("inf") || written.lowercased() == ".nan" {
+            throw reader.error(at: node, subject, field: "priority",
+                               "priority must be a level name or an integer from \(Int.min) to \(Int.max) (it snaps toward normal), not \(written)")
+        }
         let hint = Suggestion.closest(to: written, among: levels).map { "did you mean '\($0)'? " } ?? ""
         throw reader.error(at: node, subject, field: "priority",
                            "unknown priority '\(written)' (\(hint)use \(levels.joined(separator: ", ")) or an integer)")

@@ -1,3 +1,4 @@
+import OPQCore
 import Yams
 
 /// Typed, located access to a composed YAML/JSON tree: every wrong type, unknown key or duplicate key
@@ -45,6 +46,49 @@ struct NodeReader {
         return scalar
     }
 
+    // MARK: Tags
+
+    /// The tags a job file may write explicitly (`!!str 007`): YAML's core schema. Anything else —
+    /// `!!python/object:os.system`, `!foo`, `!!binary` — means the file expects a loader that
+    /// builds something, and is refused rather than silently read as plain text.
+    static let coreTags: Set<String> = [
+        "", "!", "tag:yaml.org,2002:str", "tag:yaml.org,2002:int", "tag:yaml.org,2002:float",
+        "tag:yaml.org,2002:bool", "tag:yaml.org,2002:null", "tag:yaml.org,2002:seq", "tag:yaml.org,2002:map",
+    ]
+
+    /// Refuses the first node (in file order) with a tag outside ``coreTags``, and a tree whose aliases
+    /// (`*name`) expand to more than `maxNodes` nodes (a "billion laughs": a few lines of anchors that
+    /// would make the parser build millions of arguments).
+    /// - Complexity: O(min(nodes, maxNodes)); iterative, so any depth is safe.
+    func checkTags(_ root: Node, maxNodes: Int) throws(JobFileError) {
+        var pending = [root]
+        var visited = 0
+        while let node = pending.popLast() {
+            visited += 1
+            if visited > maxNodes {
+                throw error(at: node, nil, field: nil,
+                            "aliases (*name) expand this file to more than \(maxNodes) values; write the values out or use fewer aliases")
+            }
+            let tag: String
+            switch node {
+            case .scalar(let scalar): tag = scalar.tag.description
+            case .mapping(let mapping):
+                tag = mapping.tag.description
+                for (key, value) in mapping.reversed() { pending += [value, key] }
+            case .sequence(let sequence):
+                tag = sequence.tag.description
+                pending += sequence.reversed()
+            @unknown default: tag = ""
+            }
+            if !Self.coreTags.contains(tag) {
+                let written = tag.hasPrefix("tag:yaml.org,2002:") ? "!!" + tag.dropFirst("tag:yaml.org,2002:".count) : tag
+                throw error(at: node, nil, field: nil,
+                            "unknown tag '\(written)'; a job file holds only text, numbers, booleans, lists and mappings "
+                                + "(remove the tag, or quote the value if it is text)")
+            }
+        }
+    }
+
     // MARK: Mappings
 
     /// The entries of a mapping, in file order, with duplicate and unknown keys refused.
@@ -71,6 +115,7 @@ struct NodeReader {
                 throw error(at: keyNode, subject, field: field, "keys must be text, not \(Self.describe(keyNode))")
             }
             let name = key.string
+            try checkText(name, at: keyNode, subject, field: "key", maxBytes: Limits.maxNameBytes)
             if let first = seen[name] {
                 let firstLine = Self.line(of: first).map { " (first on line \($0))" } ?? ""
                 throw error(at: keyNode, subject, field: name, "'\(name)' appears twice\(firstLine)")
@@ -89,17 +134,45 @@ struct NodeReader {
     // MARK: Scalars
 
     /// Text: any scalar but null (numbers and booleans are taken as written: `sleep 1` → "1").
-    func string(_ node: Node, _ subject: String?, field: String) throws(JobFileError) -> String {
+    ///
+    /// A NUL byte (`"\0"`, `"\u0000"`) is refused unless `allowsNUL`: the operating system ends an
+    /// argument, a path or an environment entry at the first NUL, so `"abc\0; rm -rf /"` would silently
+    /// run as `abc`. `maxBytes` bounds names (``Limits/maxNameBytes``).
+    func string(_ node: Node, _ subject: String?, field: String, maxBytes: Int? = nil, allowsNUL: Bool = false)
+        throws(JobFileError) -> String
+    {
         guard case .scalar(let scalar) = node, node.null == nil || !Self.isPlain(scalar) else {
             throw error(at: node, subject, field: field, "\(field) must be text, not \(Self.describe(node))")
         }
+        try checkText(scalar.string, at: node, subject, field: field, maxBytes: maxBytes, allowsNUL: allowsNUL)
         return scalar.string
     }
 
-    /// An integer written as a number.
-    func int(_ node: Node, _ subject: String?, field: String) throws(JobFileError) -> Int {
-        guard Self.plainScalar(node) != nil, let value = node.int else {
-            throw error(at: node, subject, field: field, "\(field) must be an integer, not \(Self.describe(node))")
+    /// Refuses a NUL byte (unless `allowsNUL`) and text longer than `maxBytes` UTF-8 bytes.
+    func checkText(_ text: String, at node: Node, _ subject: String?, field: String, maxBytes: Int? = nil, allowsNUL: Bool = false)
+        throws(JobFileError)
+    {
+        if !allowsNUL, text.utf8.contains(0) {
+            throw error(at: node, subject, field: field,
+                        "\(field) contains a NUL byte (\\0), which would silently cut it short where it is used; remove it")
+        }
+        if let maxBytes, text.utf8.count > maxBytes {
+            throw error(at: node, subject, field: field, "\(field) is \(text.utf8.count) bytes long; at most \(maxBytes) are allowed")
+        }
+    }
+
+    /// A name (operation, queue, handler, dependency, key): text of at most ``Limits/maxNameBytes`` bytes.
+    func name(_ node: Node, _ subject: String?, field: String) throws(JobFileError) -> String {
+        try string(node, subject, field: field, maxBytes: Limits.maxNameBytes)
+    }
+
+    /// An integer written as a number, within `range`.
+    func int(_ node: Node, _ subject: String?, field: String, in range: ClosedRange<Int>) throws(JobFileError) -> Int {
+        guard Self.plainScalar(node) != nil, let value = node.int, range.contains(value) else {
+            let written = Self.plainScalar(node) != nil && (node.int != nil || node.float != nil)
+                ? "\(Self.plainScalar(node)?.string ?? "")" : Self.describe(node)
+            throw error(at: node, subject, field: field,
+                        "\(field) must be an integer from \(range.lowerBound) to \(range.upperBound), not \(written)")
         }
         return value
     }
@@ -112,45 +185,68 @@ struct NodeReader {
         return value
     }
 
-    /// Seconds: a number, or text with a unit (`90s`, `5m`, `1.5h`).
-    func seconds(_ node: Node, _ subject: String?, field: String) throws(JobFileError) -> Double {
+    /// Seconds: a number, or text with a unit (`90s`, `5m`, `1.5h`), within ``Limits``' duration range
+    /// (greater than 0 when `positive`): `1e300`, `-1`, `.nan` and `.inf` are refused here, with the line.
+    func seconds(_ node: Node, _ subject: String?, field: String, positive: Bool) throws(JobFileError) -> Double {
+        var seconds: Double?
         if Self.plainScalar(node) != nil, node.null == nil, node.bool == nil {
-            if let value = node.int { return Double(value) }
-            if let value = node.float { return value }
+            seconds = node.int.map(Double.init) ?? node.float
         }
-        if case .scalar(let scalar) = node, let unit = scalar.string.last, let factor = ["s": 1.0, "m": 60, "h": 3600][unit],
-           let value = Double(scalar.string.dropLast()) {
-            return value * factor
+        if seconds == nil, case .scalar(let scalar) = node, let unit = scalar.string.last,
+           let factor = ["s": 1.0, "m": 60, "h": 3600][unit], let value = Double(scalar.string.dropLast()) {
+            seconds = value * factor
         }
-        throw error(at: node, subject, field: field,
-                    "\(field) must be a number of seconds (or text like '90s', '5m', '2h'), not \(Self.describe(node))")
+        guard let seconds else {
+            throw error(at: node, subject, field: field,
+                        "\(field) must be a number of seconds (or text like '90s', '5m', '2h'), not \(Self.describe(node))")
+        }
+        guard Limits.isValidDuration(seconds, positive: positive) else {
+            let written = if case .scalar(let scalar) = node { scalar.string } else { "\(seconds)" }
+            throw error(at: node, subject, field: field, "\(field) must be \(Limits.durationRange(positive: positive)), not \(written)")
+        }
+        return seconds
     }
 
     // MARK: Collections
 
     /// A list of text items with their nodes; a single scalar is taken as a one-item list when `allowSingle`.
-    func strings(_ node: Node, _ subject: String?, field: String, allowSingle: Bool = false, what: String = "a list of text")
-        throws(JobFileError) -> [(value: String, node: Node)]
+    /// At most ``Limits/maxListEntries`` items, each at most `maxBytes` long.
+    func strings(_ node: Node, _ subject: String?, field: String, allowSingle: Bool = false, maxBytes: Int? = nil,
+                 what: String = "a list of text") throws(JobFileError) -> [(value: String, node: Node)]
     {
-        if allowSingle, case .scalar = node { return [(try string(node, subject, field: field), node)] }
+        if allowSingle, case .scalar = node { return [(try string(node, subject, field: field, maxBytes: maxBytes), node)] }
         guard case .sequence(let sequence) = node else {
             throw error(at: node, subject, field: field, "\(field) must be \(what), not \(Self.describe(node))")
         }
+        try count(sequence.count, at: node, subject, field: field, maximum: Limits.maxListEntries)
         var result: [(String, Node)] = []
         for item in sequence {
             guard case .scalar = item else {
                 throw error(at: item, subject, field: field, "\(field) must be \(what); an item is \(Self.describe(item))")
             }
-            result.append((try string(item, subject, field: field), item))
+            result.append((try string(item, subject, field: field, maxBytes: maxBytes), item))
         }
         return result
     }
 
-    /// A mapping of text to text (`env`, `labels`); values may be written as numbers or booleans.
-    func stringMap(_ node: Node, _ subject: String?, field: String) throws(JobFileError) -> [String: String] {
+    /// Refuses a list of more than `maximum` entries.
+    func count(_ count: Int, at node: Node, _ subject: String?, field: String, maximum: Int) throws(JobFileError) {
+        if count > maximum { throw error(at: node, subject, field: field, "\(field) holds \(count) entries; at most \(maximum) are allowed") }
+    }
+
+    /// A mapping of names to text (`env`, `labels`); values may be written as numbers or booleans.
+    /// Keys are non-empty names (``Limits/maxNameBytes``); environment keys (`isEnvironment`) hold no `=`.
+    func stringMap(_ node: Node, _ subject: String?, field: String, isEnvironment: Bool = false) throws(JobFileError) -> [String: String] {
         let fields = try fields(node, subject, field: field, allowed: nil, what: "a mapping of names to values")
+        try count(fields.entries.count, at: node, subject, field: field, maximum: Limits.maxListEntries)
         var result: [String: String] = [:]
         for entry in fields.entries {
+            if entry.key.isEmpty { throw error(at: entry.keyNode, subject, field: field, "\(field) has an empty name") }
+            try checkText(entry.key, at: entry.keyNode, subject, field: field, maxBytes: Limits.maxNameBytes)
+            if isEnvironment, entry.key.contains("=") {
+                throw error(at: entry.keyNode, subject, field: field,
+                            "\(field) name '\(entry.key)' contains '=', which would change another variable; remove it")
+            }
             result[entry.key] = try string(entry.value, subject, field: "\(field).\(entry.key)")
         }
         return result

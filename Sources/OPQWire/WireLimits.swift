@@ -18,11 +18,11 @@ public enum WireLimits {
     /// Most items in one batch (`Reports`, `Orders`, `Events`, `Register.held`, id lists in replies).
     public static let maxBatchItems = 100_000
     /// Most operations in one `Submit`.
-    public static let maxOperationsPerSubmission = 1_000_000
+    public static let maxOperationsPerSubmission = Limits.maxOperationsPerSubmission
     /// Most entries of one list inside an operation (argv, environment, commands, dependencies, labels).
-    public static let maxListEntries = 65_536
+    public static let maxListEntries = Limits.maxListEntries
     /// Most bytes of one name (operation, queue, worker, handler, label key).
-    public static let maxNameBytes = 4_096
+    public static let maxNameBytes = Limits.maxNameBytes
     /// Most bytes of a progress report's message (`Progress.message`); longer ones are refused, and
     /// ``Opq_V1_Progress/clampedMessage(_:)`` shortens a message to fit.
     public static let maxProgressMessageBytes = 1_024

@@ -11,13 +11,19 @@ struct MapCommand: ParsableCommand {
         commandName: "map",
         abstract: "Run a command once per line of standard input (like xargs -n 1 or GNU parallel), on opq workers.",
         discussion: """
-            Reads items from standard input (one per line; with -0, separated by NUL bytes; empty items are skipped), submits one operation per item as one job, shows progress and waits; exit 0 only if every operation succeeded.
+            Reads items from standard input (one per line; with -0, separated by NUL bytes; an empty line is an empty item, as in GNU parallel), submits one operation per item as one job, shows progress and waits; exit 0 only if every operation succeeded.
 
-            Placeholders (GNU parallel's), for the item photos/2024/a b.tar.gz, the 7th:
+            Placeholders (GNU parallel's, expanded exactly as parallel does), for the item photos/2024/a b.tar.gz, the 7th:
               {}    photos/2024/a b.tar.gz      {.}   photos/2024/a b.tar
               {/}   a b.tar.gz                  {//}  photos/2024   (. without a /)
               {/.}  a b.tar                     {#}   7
+              {%}   the job slot, 1..N (needs --local N)
+              {1} {2} ... {-1}: one argument by position; {1.} {1/} {1//} {1/.} as above
             A command without any placeholder gets {} appended as its last argument.
+
+            Input sources instead of standard input, as in parallel: after the command, `::: a b c` gives arguments, `:::: FILE...` reads one source per file (- = standard input). Several sources make every combination, the first varying slowest, and {1} {2} ... pick each source's value:
+              opq map --local 4 -- convert -resize {2} {1} {2}/{1/} ::: *.jpg ::: 50% 25%
+            -n N gives each operation N items ({} becomes N arguments).
 
             Without --shell the command runs directly (argv, no shell): an item with spaces, quotes, $ or * stays exactly one argument and nothing in it is interpreted. With --shell the words are joined into one `sh -c` script; substituted items are single-quoted, so they still are one word and never code.
 
@@ -47,11 +53,8 @@ struct MapCommand: ParsableCommand {
     @Flag(help: "Run each command through /bin/sh -c (items are single-quoted).")
     var shell = false
 
-
-
-
-
-
+    @Option(name: .customShort("n"), help: ArgumentHelp("Give each operation n input rows ({} becomes n arguments), as parallel -n.", valueName: "n"))
+    var maxArgs = 1
 
     @Flag(help: "Print the job id (or, with --json, the operations) and return instead of waiting.")
     var noWait = false
@@ -69,25 +72,31 @@ struct MapCommand: ParsableCommand {
     var command: [String] = []
 
     func validate() throws {
-        if let local, local < 1 { throw ValidationError("--local must be at least 1") }
+        if let local, !(1...Limits.maxSlots).contains(local) { throw ValidationError("--local must be from 1 to \(Limits.maxSlots)") }
         if local != nil && noWait { throw ValidationError("--no-wait needs a running coordinator; it cannot be used with --local") }
         if quiet && verbose { throw ValidationError("--quiet and --verbose contradict each other") }
+        if !(1...Limits.maxListEntries).contains(maxArgs) { throw ValidationError("-n must be from 1 to \(Limits.maxListEntries)") }
     }
 
     func run() throws {
         let base = try operation.spec()
         let template: MapTemplate
+        let arguments: [[String]]
         do {
-            template = try MapTemplate(command.first == "--" ? Array(command.dropFirst()) : command, shell: shell)
-        } catch {
+            let (words, sources) = try MapInput.split(command.first == "--" ? Array(command.dropFirst()) : command)
+            template = try MapTemplate(words, shell: shell)
+            if template.usesSlot && local == nil {
+                throw MapTemplateError.invalidInput(
+                    "{%} (the job slot) is known only on a private cluster: add --local N (slots 1…N); a coordinator's workers number no slots")
+            }
+            arguments = try MapInput.operations(try readSources(sources), perOperation: maxArgs)
+        } catch let error as MapTemplateError {
             throw fail(.usage, "\(error)")
         }
-        let items = try readItems()
-        guard !items.isEmpty else {
+        guard !arguments.isEmpty else {
             printError("opq map: no input items; nothing to run")
             return
         }
-        let submission = Submission(template.operations(for: items, base: base, workingDirectory: operation.workingDirectory))
         let started = Date()
         SignalTrap.install()
 
@@ -100,6 +109,13 @@ struct MapCommand: ParsableCommand {
             connection = try Connection.open(global.endpoint)
         }
         defer { cluster?.stop() }
+        var slots: SlotLocks?
+        if let cluster, let local, template.usesSlot {
+            slots = SlotLocks(directory: cluster.directory + "/slots", count: local)
+            try? FileManager.default.createDirectory(atPath: cluster.directory + "/slots", withIntermediateDirectories: true)
+        }
+        let submission = Submission(template.operations(for: arguments, base: base, workingDirectory: operation.workingDirectory,
+                                                        slots: slots))
         let receipt: Opq_V1_SubmitAccepted
         do {
             receipt = try connection.submit(submission)
@@ -120,18 +136,31 @@ struct MapCommand: ParsableCommand {
         try foreground.run()
     }
 
-    /// Standard input split into items; an item that is not UTF-8 is a usage error (names travel as text).
-    private func readItems() throws(ExitStatus) -> [String] {
-        if isatty(STDIN_FILENO) == 1 { printError("opq map: reading items from the terminal, one per line (end with Ctrl-D)") }
-        let data = FileHandle.standardInput.readDataToEndOfFile()
+    /// The values of each input source: standard input when there is none (see ``MapInput``).
+    private func readSources(_ sources: [MapInput.Source]) throws(MapTemplateError) -> [[String]] {
         let separator: UInt8 = null ? 0 : UInt8(ascii: "\n")
-        var items: [String] = []
-        for (index, bytes) in data.split(separator: separator, omittingEmptySubsequences: false).enumerated() where !bytes.isEmpty {
-            guard let item = String(validating: bytes, as: UTF8.self) else {
-                throw fail(.usage, "input item \(index + 1) is not valid UTF-8; opq passes arguments as UTF-8 text (rename the file)")
-            }
-            items.append(item)
+        if sources.isEmpty {
+            return [try MapInput.items(readStandardInput(), separator: separator)]
         }
-        return items
+        var values: [[String]] = []
+        for source in sources {
+            switch source {
+            case .arguments(let list):
+                values.append(list)
+            case .file("-"):
+                values.append(try MapInput.items(readStandardInput(), separator: separator, source: "standard input"))
+            case .file(let path):
+                guard let data = FileManager.default.contents(atPath: path) else {
+                    throw .invalidInput("cannot read the input file \(path) (after ::::): \(String(cString: strerror(errno)))")
+                }
+                values.append(try MapInput.items(data, separator: separator, source: path))
+            }
+        }
+        return values
+    }
+
+    private func readStandardInput() -> Data {
+        if isatty(STDIN_FILENO) == 1 { printError("opq map: reading items from the terminal, one per line (end with Ctrl-D)") }
+        return FileHandle.standardInput.readDataToEndOfFile()
     }
 }

@@ -23,8 +23,12 @@ struct OperationOptions: ParsableArguments {
     var cwd: String?
 
     func validate() throws {
-        if retries < 0 { throw ValidationError("--retries must not be negative") }
-        if let timeout, !(timeout > 0) { throw ValidationError("--timeout must be a positive number of seconds") }
+        if !(0...Limits.maxRetries).contains(retries) { throw ValidationError("--retries must be from 0 to \(Limits.maxRetries)") }
+        if let timeout, !Limits.isValidDuration(timeout, positive: true) {
+            throw ValidationError("--timeout must be \(Limits.durationRange(positive: true))")
+        }
+        if queue.utf8.count > Limits.maxNameBytes { throw ValidationError("--queue must be at most \(Limits.maxNameBytes) bytes") }
+        if let cwd, cwd.utf8.count > Limits.maxNameBytes { throw ValidationError("--cwd must be at most \(Limits.maxNameBytes) bytes") }
         if queue.isEmpty { throw ValidationError("--queue must not be empty") }
     }
 

@@ -28,7 +28,7 @@ let awkwardNames = [
         #expect(run.stdout.contains("succeeded \(awkwardNames.count), failed 0"), "\(run.stdout)")
         for (index, name) in awkwardNames.enumerated() {
             let written = try String(contentsOfFile: scratch.path("out/\(index + 1).args"), encoding: .utf8)
-            let dot = name.lastIndex(of: ".").flatMap { $0 == name.startIndex ? nil : $0 }
+            let dot = name.lastIndex(of: ".")  // GNU parallel's {.}: a leading dot starts an extension too
             let stem = dot.map { String(name[..<$0]) } ?? name
             #expect(written == "[in/\(name)][in/\(stem)][\(name)][in][\(stem)]", "item \(index + 1): \(name.debugDescription)")
         }
@@ -69,8 +69,8 @@ let awkwardNames = [
         let run = try Run("opq", ["map", "--local", "2", "--", "sh", "-c", #"echo "exiting with $0" >&2; exit $0"#],
                           in: scratch, input: input)
         #expect(run.finish(within: 60) == 1, "\(run.stdout)\(run.stderr)")
-        #expect(run.stdout.contains("4 operations"), "the empty line is skipped: \(run.stdout)")
-        #expect(run.stdout.contains("succeeded 2, failed 2"), "\(run.stdout)")
+        #expect(run.stdout.contains("5 operations"), "the empty line is an item, as in GNU parallel: \(run.stdout)")
+        #expect(run.stdout.contains("succeeded 3, failed 2"), "\(run.stdout)")
         #expect(run.stdout.contains("failed    1 (op-2): exit status 1"), "\(run.stdout)")
         #expect(run.stdout.contains("stderr | exiting with 3"), "\(run.stdout)")
     }
@@ -93,6 +93,42 @@ let awkwardNames = [
         let unreachable = try Run("opq", ["map", "--coordinator", "ipc://\(scratch.path("nobody.sock"))", "--", "true"],
                                   in: scratch, input: input)
         #expect(unreachable.finish(within: 30) == 3, "\(unreachable.stderr)")
+    }
+
+    @Test func aNULByteInAnItemIsRefusedBeforeAnythingRuns() throws {
+        let scratch = try Scratch()
+        defer { scratch.remove() }
+        let input = scratch.path("input")
+        FileManager.default.createFile(atPath: input, contents: Data("ok\nabc\0; rm -rf /\n".utf8))
+        let marker = scratch.path("ran")
+        let run = try Run("opq", ["map", "--local", "1", "--", "touch", marker], in: scratch, input: input)
+        #expect(run.finish(within: 30) == 2, "\(run.stdout)\(run.stderr)")
+        #expect(run.stderr.contains("input item 2 contains a NUL byte"), "\(run.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: marker), "nothing ran")
+        let file = try scratch.write("list", "a\u{0}b\n")
+        let fromFile = try Run("opq", ["map", "--local", "1", "--", "touch", marker, "::::", file], in: scratch)
+        #expect(fromFile.finish(within: 30) == 2)
+        #expect(fromFile.stderr.contains("input item 1 of \(file) contains a NUL byte"), "\(fromFile.stderr)")
+    }
+
+    @Test func numbersAndSlotsOutsideTheirRangeAreUsageErrors() throws {
+        let scratch = try Scratch()
+        defer { scratch.remove() }
+        let input = try scratch.write("input", "a\n")
+        for (arguments, message) in [
+            (["--timeout", "1e300"], "--timeout must be a number of seconds greater than 0 and at most 3200000000"),
+            (["--timeout", "nan"], "--timeout must be a number of seconds greater than 0"),
+            (["--retries", "99999999"], "--retries must be from 0 to 65536"),
+            (["-n", "0"], "-n must be from 1 to"),
+            (["--local", "99999999999"], "--local must be from 1 to"),
+        ] {
+            let run = try Run("opq", ["map", "--local", "1"] + arguments + ["--", "true"], in: scratch, input: input)
+            #expect(run.finish(within: 30) == 2, "\(arguments): \(run.stderr)")
+            #expect(run.stderr.contains(message), "\(arguments): \(run.stderr)")
+        }
+        let slot = try Run("opq", ["map", "--coordinator", "ipc://\(scratch.path("nobody.sock"))", "--", "echo", "{%}"], in: scratch, input: input)
+        #expect(slot.finish(within: 30) == 2)
+        #expect(slot.stderr.contains("{%} (the job slot) is known only on a private cluster: add --local N"), "\(slot.stderr)")
     }
 
     @Test func interruptCancelsTheItemsAndLeavesNoProcessBehind() throws {

@@ -52,7 +52,7 @@ func failure(_ text: String, file: String = "jobs.yaml", json: Bool = false) -> 
             operations:
               - name: a
                 retries: three
-            """) == "jobs.yaml:3: operation 'a': retries must be an integer, not the text 'three'")
+            """) == "jobs.yaml:3: operation 'a': retries must be an integer from 0 to 65536, not the text 'three'")
         #expect(failure("""
             operations:
               - name: a
@@ -127,12 +127,12 @@ func failure(_ text: String, file: String = "jobs.yaml", json: Bool = false) -> 
               - name: a
                 command: [sleep, 1]
                 timeout: -1
-            """) == "jobs.yaml:4: operation 'a': timeout must be a positive number of seconds, not -1.0")
+            """) == "jobs.yaml:4: operation 'a': timeout must be a number of seconds greater than 0 and at most 3200000000, not -1")
         #expect(failure("""
             operations:
               - name: a
                 retries: -2
-            """) == "jobs.yaml:3: operation 'a': retries must be 0 or more, not -2")
+            """) == "jobs.yaml:3: operation 'a': retries must be an integer from 0 to 65536, not -2")
         #expect(failure("""
             operations:
               - name: a
@@ -145,7 +145,7 @@ func failure(_ text: String, file: String = "jobs.yaml", json: Bool = false) -> 
               fast:
                 maxConcurrent: -2
             operations: [{name: a, queue: fast}]
-            """) == "jobs.yaml:3: queue 'fast': maxConcurrent must be -1 (no limit), 0 (hold) or positive, not -2")
+            """) == "jobs.yaml:3: queue 'fast': maxConcurrent must be an integer from -1 to 2147483647, not -2")
     }
 
     @Test func cycleNamesEveryMemberWithItsLine() throws {
@@ -221,7 +221,7 @@ func failure(_ text: String, file: String = "jobs.yaml", json: Bool = false) -> 
                  "retries": "3"}
               ]
             }
-            """, file: "jobs.json", json: true) == "jobs.json:4: operation 'a': retries must be an integer, not the text '3'")
+            """, file: "jobs.json", json: true) == "jobs.json:4: operation 'a': retries must be an integer from 0 to 65536, not the text '3'")
         #expect(failure("""
             {"operations": [{"name": "fetch"},
                             {"name": "b", "after": ["fetchh"]}]}

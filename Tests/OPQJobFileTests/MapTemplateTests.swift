@@ -4,7 +4,7 @@ import Testing
 
 @Suite struct MapTemplateTests {
     private func argv(_ words: [String], _ item: String, sequence: Int = 1) throws -> [String] {
-        try MapTemplate(words, shell: false).command(for: item, sequence: sequence).argv
+        try MapTemplate(words, shell: false).command(for: [item], sequence: sequence).argv
     }
 
     @Test func everyPlaceholderOfGNUParallel() throws {
@@ -18,9 +18,10 @@ import Testing
         let words = ["{.}", "{/}", "{//}", "{/.}"]
         #expect(try argv(words, "README") == ["README", "README", ".", "README"])
         #expect(try argv(words, "/etc") == ["/etc", "etc", "/", "etc"])
-        // A dot in a directory name is not an extension; a leading dot of the base name is not one either.
+        // A dot in a directory name is not an extension; a leading dot of the base name is one, as in
+        // GNU parallel (`s:\.[^/.]*$::`), so a dot file loses its whole name.
         #expect(try argv(words, "a.d/b") == ["a.d/b", "b", "a.d", "b"])
-        #expect(try argv(words, "home/.bashrc") == ["home/.bashrc", ".bashrc", "home", ".bashrc"])
+        #expect(try argv(words, "home/.bashrc") == ["home/", ".bashrc", "home", ""])
         #expect(try argv(words, "x/a.b.c") == ["x/a.b", "a.b.c", "x", "a.b"])
     }
 
@@ -43,7 +44,7 @@ import Testing
 
     @Test func shellModeQuotesEverySubstitutedValue() throws {
         let template = try MapTemplate(["cp", "{}", "backup/{/}", "&&", "echo", "done"], shell: true)
-        let command = template.command(for: "in/it's $x.txt", sequence: 1)
+        let command = template.command(for: ["in/it's $x.txt"], sequence: 1)
         #expect(command.argv == ["/bin/sh", "-c", #"cp 'in/it'\''s $x.txt' backup/'it'\''s $x.txt' && echo done"#])
         #expect(MapTemplate.shellQuoted("") == "''")
     }
@@ -56,7 +57,7 @@ import Testing
     @Test func operationsAreNamedAfterTheirItemsAndStayUnique() throws {
         let template = try MapTemplate(["true"], shell: false)
         let base = OperationSpec(queue: "media", priority: .high, retries: 2)
-        let specs = template.operations(for: ["a", "b", "a", "a #2", "a"], base: base, workingDirectory: "/work")
+        let specs = template.operations(for: [["a"], ["b"], ["a"], ["a #2"], ["a"]], base: base, workingDirectory: "/work")
         #expect(specs.map(\.name) == ["a", "b", "a #3", "a #2", "a #4"])
         #expect(Set(specs.map(\.name)).count == specs.count)
         #expect(specs.allSatisfy { $0.queue == "media" && $0.priority == .high && $0.retries == 2 })
