@@ -52,6 +52,9 @@ extension AgentConnection {
             if case .registering = phase { return refused(disconnect, now: now) }
             lose("the coordinator disconnected this worker",
                  error: "\(disconnect.code): \(disconnect.reason)", now: now)
+            // It is there and asks for a registration (a restarted coordinator): at once, so the lease
+            // is renewed in time — unless it disconnected this worker right after welcoming it.
+            if now - welcomedAt >= interval { phase = .waiting(until: now) }
         }
     }
 

@@ -77,6 +77,8 @@ final class AgentConnection {
     var fenceWait = 1.0
     /// When the lease last ended.
     var leaseEndedAt = -Double.infinity
+    /// When the last `Welcome` arrived.
+    var welcomedAt = -Double.infinity
     /// The secret of this worker's session (from `Welcome`), sent back when re-registering.
     var sessionSecret = Data()
     /// A `WORKER_NAME_IN_USE` refusal was already retried once since the last `Welcome`.
@@ -318,6 +320,7 @@ final class AgentConnection {
         backoff.reset()
         undeliveredSince = nil
         phase = .ready
+        welcomedAt = now
         lastHeartbeat = now
         renewLease(from: max(echo, registerSentAt), now: now)
     }
