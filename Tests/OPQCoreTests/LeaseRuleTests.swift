@@ -24,7 +24,7 @@ import Testing
         try h.tick(to: 3.999)
         #expect(h.take().isEmpty)
         try h.tick(to: 4)
-        #expect(h.take() == ["a ready (lostWorker)", "dispatch a→w2 #2", "a dispatched"])
+        #expect(h.take() == ["a ready (lost worker)", "dispatch a→w2 #2", "a dispatched"])
         #expect(h.snapshot("a").attempt == 2)
     }
 
@@ -50,6 +50,7 @@ import Testing
         try h.join("w1")
         try h.submit([op("a")])
         try h.start("a")
+        _ = h.take()
         h.core.workerLost("w1", at: 3)
         h.time = 3.5
         h.core.workerJoined("w1", slots: 1, holding: [.init(h.id("a"), attempt: 1)], at: 3.5)
@@ -59,7 +60,7 @@ import Testing
         #expect(!late, "a finish from the fenced session is ignored")
         h.core.heartbeat(from: "w1", at: 4)
         try h.tick(to: 4)
-        #expect(h.take() == ["a ready (lostWorker)", "dispatch a→w1 #2", "a dispatched"])
+        #expect(h.take() == ["a ready (lost worker)", "dispatch a→w1 #2", "a dispatched"])
         try h.start("a")
         try h.complete("a")
         #expect(h.outcome("a") == .succeeded && h.log.filter { $0.hasPrefix("a finished") }.count == 1)
@@ -84,9 +85,10 @@ import Testing
         try h.join("w1")
         try h.submit([op("a", retries: 0, timeout: 3.5)])
         try h.start("a")
+        _ = h.take()
         h.core.workerLost("w1", at: 3)
         try h.tick(to: 4)
-        #expect(h.take() == ["kill a@w1 timeout", "a finished failed"])
+        #expect(h.take() == ["kill a@w1 timeout", "a finished failed", "job-1 finished"])
         #expect(h.snapshot("a").reason == .timeout)
     }
 
@@ -99,6 +101,6 @@ import Testing
         _ = h.take()
         h.core.workerLost("w1", at: 0)
         try h.step()
-        #expect(h.take() == ["a ready (lostWorker)"])
+        #expect(h.take() == ["a ready (lost worker)"])
     }
 }
