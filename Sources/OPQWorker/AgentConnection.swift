@@ -161,9 +161,25 @@ final class AgentConnection {
         if let socketItem, poller.isWritable(socketItem) { sendBlocked = false }
     }
 
-    /// Moves the runner's events into the outbox.
+    /// Moves the runner's events into the outbox — unless the lease is over: an attempt whose end the
+    /// worker sees only after its lease ended may have been killed by the watchdog (or ended while the
+    /// coordinator was giving it to another worker), so it is fenced and not reported. The clock is read
+    /// before and after taking the events: events taken while the lease still held ended before it.
     func absorbEvents() {
-        for event in agent.inbox.take() {
+        let taken = isLeaseOver ? [] : agent.inbox.take()
+        guard isLeaseOver else { return absorb(taken) }
+        leaseEnded(now: MonotonicClock.now(), taken: taken)
+    }
+
+    /// The lease has ended (by this process's clock, read now).
+    private var isLeaseOver: Bool {
+        guard let leaseExpiry else { return false }
+        return MonotonicClock.now() >= leaseExpiry
+    }
+
+    /// Moves `events` into the outbox; those of fenced attempts are dropped.
+    func absorb(_ events: [AttemptEvent]) {
+        for event in events {
             if fenced.contains(event.key) {
                 // Stopped because the lease ended: the coordinator gives it a new attempt; nothing is said.
                 if case .finished = event {
@@ -338,18 +354,25 @@ final class AgentConnection {
     /// The lease ended: every command was killed by the watchdog at this moment (told again here, in
     /// case it was late), each held attempt is stopped and will not be reported, and the connection is
     /// dropped; the worker registers again once they are all gone.
-    func leaseEnded(now: Double) {
+    ///
+    /// Fenced: every attempt held now and every one whose events were not absorbed yet (`taken`, and
+    /// what the inbox holds). The runner is read before the inbox: it posts an attempt's end before it
+    /// stops holding it, so no attempt slips between the two.
+    func leaseEnded(now: Double, taken: [AttemptEvent] = []) {
         leaseExpiry = nil
         leaseEndedAt = now
         agent.leaseWatchdog?.renew(remaining: 0)
-        let held = runner.held.filter { !fenced.contains($0) }
-        for key in held {
-            fenced.insert(key)
+        let held = runner.held
+        let events = taken + agent.inbox.take()
+        let stopped = Set(held).union(events.map(\.key)).subtracting(fenced)
+        fenced.formUnion(stopped)
+        for key in held where stopped.contains(key) {
             runner.stop(key.operation, attempt: key.attempt, cause: .handBack)
         }
-        if !held.isEmpty {
+        absorb(events)
+        if !stopped.isEmpty {
             logger.warning("lease ended: no answer from the coordinator in time; attempts killed and not reported", metadata: [
-                "attempts": "\(held.count)", "lease.seconds": "\(Double(liveness) * interval)",
+                "attempts": "\(stopped.count)", "lease.seconds": "\(Double(liveness) * interval)",
             ])
         }
         if case .waiting = phase { return }

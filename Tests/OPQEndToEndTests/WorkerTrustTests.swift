@@ -123,7 +123,7 @@ import ZeroMQ
         let job = try client.finish(receipt.job, within: 30, cluster: cluster)
         #expect(job.counts.succeeded == 1)
         let (info, output) = try client.operation(operation, includeOutput: true)
-        #expect(info.attempt == 1 && info.worker == "w1")
+        #expect(info.attempt == 1)
         #expect(info.stdout.bytes(in: output) == Array("real-output\n".utf8), "the real result is the one stored")
         #expect(cluster.workers["w1"]!.isRunning)
     }
@@ -205,9 +205,10 @@ import ZeroMQ
             #expect(lines.filter { $0.hasPrefix("end \(name) ") }.count == 1, "\(name) ended once:\n\(lines)")
             #expect(lines.filter { $0.hasPrefix("end \(name) \(w1.pid) ") }.isEmpty, "w1's copy was killed:\n\(lines)")
             let info = try client.operation(OperationID(receipt.operations[names.firstIndex(of: name)!])).info
-            #expect(info.outcome == .succeeded && info.attempt == 2 && info.worker == "w2")
+            #expect(info.outcome == .succeeded && info.attempt == 2)
         }
-        #expect(w1.output.components(separatedBy: "not reported").count - 1 == 2, "\(w1.output)")
-        #expect(!cluster.coordinator!.output.contains("stale report ignored"), "w1 reported nothing stale")
+        #expect(w1.output.components(separatedBy: "attempt stopped by the lease's end; not reported").count - 1 == 2, "\(w1.output)")
+        let stale = cluster.coordinator!.output.split(separator: "\n").filter { $0.contains("stale report ignored") }
+        #expect(stale.isEmpty, "w1 reported nothing stale:\n\(stale.joined(separator: "\n"))\n\(w1.output)")
     }
 }
