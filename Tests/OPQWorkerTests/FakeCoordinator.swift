@@ -35,6 +35,11 @@ final class FakeCoordinator {
     var isSilent = false
     /// The latest `lease_request` from each connection, echoed to it like the real coordinator does.
     private var leaseRequests: [[UInt8]: UInt64] = [:]
+    /// Set: every message echoes this instead (messages that arrive but renew nothing, like ones that
+    /// queued up while the worker was stopped).
+    var frozenEcho: UInt64?
+    /// The latest `lease_request` of the welcomed worker.
+    var latestLeaseRequest: UInt64 { worker.flatMap { leaseRequests[$0] } ?? 0 }
 
     init() throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("opq-agent-\(UUID().uuidString.prefix(8))")
@@ -127,7 +132,7 @@ final class FakeCoordinator {
     /// Sends `message` to the welcomed worker.
     func send(_ message: Opq_V1_CoordinatorToWorker) throws {
         var message = message
-        if let worker { message.leaseEcho = leaseRequests[worker] ?? 0 }
+        if let worker { message.leaseEcho = frozenEcho ?? leaseRequests[worker] ?? 0 }
         try sendRaw(try Frames.encode(message))
     }
 

@@ -33,6 +33,31 @@ struct WorkerAgentReconnectTests {
         #expect(collected.finished(3) == nil, "the attempt stopped by the lease is not reported")
     }
 
+    @Test("messages that echo only an old lease request renew nothing: the lease ends, the command's group is killed")
+    func staleEchoesDoNotRenewTheLease() throws {
+        let coordinator = try FakeCoordinator()
+        defer { coordinator.close() }
+        let harness = AgentHarness(coordinator)
+        defer { harness.stopNow() }
+        try #require(try connect(coordinator, interval: 0.1, liveness: 3) != nil)
+        let pidFile = coordinator.directory.appendingPathComponent("pid").path
+        try coordinator.dispatch(6, .command(Command(["/bin/sh", "-c", "echo $$ > \"$0\"; exec sleep 30", pidFile])))
+        try #require(coordinator.reports { $0.started(6) }.map(\.report).started(6))
+
+        // Heartbeats keep arriving every 0.1 s, but all echo the same old request.
+        coordinator.frozenEcho = coordinator.latestLeaseRequest
+        let frozenAt = MonotonicClock.now()
+        let again = try #require(try coordinator.register(timeout: 5))
+        #expect(MonotonicClock.now() - frozenAt >= 0.2, "not before the lease (0.3 s from the echoed request) ended")
+        #expect(again.register?.held.isEmpty == true)
+        let pid = try #require(pid_t((try String(contentsOfFile: pidFile, encoding: .utf8)).trimmingCharacters(in: .whitespacesAndNewlines)))
+        #expect(kill(pid, 0) != 0 && errno == ESRCH, "the command was killed and reaped before the worker registered again")
+        coordinator.frozenEcho = nil
+        try coordinator.welcome(again.identity, interval: 0.1, liveness: 3)
+        let reports = try coordinator.reports(timeout: 1) { $0.finished(6) != nil }.map(\.report)
+        #expect(reports.finished(6) == nil, "the killed attempt is not reported")
+    }
+
     @Test("a Finished produced within the lease but never acknowledged is sent again after re-registering")
     func finishedWhileAway() throws {
         let coordinator = try FakeCoordinator()
