@@ -91,6 +91,11 @@ extension Coordinator {
 
     private func register(_ identity: [UInt8], _ register: Opq_V1_Register, leaseRequest: UInt64, now: Double) {
         let id = WorkerID(register.workerName)
+        if let registered = workerIdentities[identity], registered != id, sessions[registered]?.identity == identity {
+            disconnect(connection: identity, "this connection is registered as worker '\(registered)': a worker keeps its name",
+                       code: .malformedMessage)
+            return
+        }
         var secret = [UInt8]()
         if let session = sessions[id], core.isLive(session.handle) {
             guard session.identity == identity || Self.same(register.sessionSecret, session.secret) else {

@@ -343,10 +343,16 @@ final class AgentConnection {
 
     /// The coordinator echoed a `lease_request` sent at `start`: the lease runs to `start + liveness ×
     /// interval` (never shortened; an echo from the future is not ours and renews nothing).
+    ///
+    /// The watchdog is told every new end, and this worker's ``leaseExpiry`` is always the end the
+    /// watchdog was last told: it never kills a command the worker still believes leased. Renewals
+    /// closer than 50 ms (or a twentieth of the lease) to the current end are skipped, so a stream of
+    /// orders costs the watchdog a message at most every 50 ms.
     func renewLease(from start: Double, now: Double) {
         guard start > 0, start <= now else { return }
-        let expiry = start + Double(liveness) * interval
-        guard expiry > leaseExpiry ?? -Double.infinity else { return }
+        let lease = Double(liveness) * interval
+        let expiry = start + lease
+        guard expiry > (leaseExpiry ?? -Double.infinity) + min(0.05, lease / 20) else { return }
         leaseExpiry = expiry
         agent.leaseWatchdog?.renew(remaining: expiry - MonotonicClock.now())
     }

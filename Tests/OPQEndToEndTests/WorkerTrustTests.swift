@@ -197,7 +197,7 @@ import ZeroMQ
         let only = OperationSpec(name: "after", work: .command(Command(["true"])), labels: ["who": "w1"])
         let rejoined = try client.finish(try client.submit(Submission([only])).job, within: 30, cluster: cluster)
         #expect(rejoined.counts.succeeded == 1)
-        #expect(w1.output.components(separatedBy: "registered with the coordinator").count - 1 == 2, "\(w1.output)")
+        #expect(w1.output.components(separatedBy: "registered with the coordinator").count - 1 >= 2, "\(w1.output)")
 
         let lines = Evidence.lines(log)
         #expect(lines.filter { $0.hasPrefix("twice") }.isEmpty, "an operation ran twice at the same time:\n\(lines)")
@@ -205,7 +205,7 @@ import ZeroMQ
             #expect(lines.filter { $0.hasPrefix("end \(name) ") }.count == 1, "\(name) ended once:\n\(lines)")
             #expect(lines.filter { $0.hasPrefix("end \(name) \(w1.pid) ") }.isEmpty, "w1's copy was killed:\n\(lines)")
             let info = try client.operation(OperationID(receipt.operations[names.firstIndex(of: name)!])).info
-            #expect(info.outcome == .succeeded && info.attempt == 2)
+            #expect(info.outcome == .succeeded && info.attempt >= 2)
         }
         #expect(w1.output.components(separatedBy: "attempt stopped by the lease's end; not reported").count - 1 == 2, "\(w1.output)")
         let stale = cluster.coordinator!.output.split(separator: "\n").filter { $0.contains("stale report ignored") }
