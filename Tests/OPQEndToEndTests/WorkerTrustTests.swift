@@ -152,6 +152,22 @@ import ZeroMQ
         #expect(cluster.workers["w1"]!.isRunning)
     }
 
+    @Test func aWorkerRestartedUnderItsNameRightAfterACrashRegistersOnceTheOldSessionIsLost() throws {
+        let cluster = try TestCluster()
+        defer { cluster.stop() }
+        try cluster.startCoordinator(["--heartbeat", "0.5", "--liveness", "3"])
+        try cluster.startWorker("w1", arguments: ["--heartbeat", "0.5"])
+        let client = try CoordinatorConnection(endpoint: cluster.clientsEndpoint)
+        let first = try client.submit(Submission([OperationSpec(name: "first", work: .command(Command(["true"])))]))
+        _ = try client.finish(first.job, within: 30, cluster: cluster)
+
+        cluster.workers["w1"]!.stop()  // kill -9: its session lives on until it is declared lost
+        try cluster.startWorker("w1", arguments: ["--heartbeat", "0.5"])
+        let second = try client.submit(Submission([OperationSpec(name: "second", work: .command(Command(["true"])))]))
+        #expect(try client.finish(second.job, within: 30, cluster: cluster).counts.succeeded == 1)
+        #expect(cluster.workers["w1"]!.isRunning, "the restarted worker did not give up\n\(cluster.logs)")
+    }
+
     @Test func aWorkerStoppedPastItsLeaseNeverRunsAnOperationAtTheSameTimeAsItsReplacement() throws {
         let cluster = try TestCluster()
         defer { cluster.stop() }
