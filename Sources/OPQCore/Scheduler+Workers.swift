@@ -114,7 +114,9 @@ extension Scheduler {
 
     /// The worker is declared lost (it stopped sending heartbeats, or its connection broke): it is
     /// fenced, and what it held goes back to `ready` as a new attempt once its lease has surely run out —
-    /// ``Configuration/leaseMargin`` after `time` — unless that operation has then lost too many workers.
+    /// ``Configuration/leaseMargin`` after `time`, or after its lease's latest end (last heard +
+    /// ``Configuration/workerTimeout``) if that is later — unless that operation has then lost too many
+    /// workers.
     public mutating func workerLost(_ id: WorkerID, at time: Timestamp) {
         now = time
         guard let worker = workerIndex[id] else { return }
@@ -124,11 +126,13 @@ extension Scheduler {
 
     /// Declares `worker` lost (SEMANTICS §7, leases): it takes nothing more, and each attempt it holds
     /// stays on it (dispatched or executing, counted in its queue's active operations) until a `lease`
-    /// timer at now + ``Configuration/leaseMargin`` requeues it (``requeue(_:lost:)``, counting the
-    /// lost worker). By then the worker has stopped the attempt: it kills what it runs when its own
-    /// lease (``Configuration/workerTimeout`` from its last message the coordinator answered) runs
-    /// out, and that is never later than the coordinator's `lastSeen + workerTimeout`. A worker of the
-    /// same name that registers in the meantime is a new record: the fenced attempts are not its own.
+    /// timer requeues it (``requeue(_:lost:)``, counting the lost worker) at
+    /// `max(now, lastSeen + workerTimeout) + leaseMargin`. By then the worker has stopped the attempt: it
+    /// kills what it runs when its own lease (``Configuration/workerTimeout`` from its last message the
+    /// coordinator answered) runs out, and that is never later than `lastSeen + workerTimeout` — also
+    /// when the worker is declared lost early (its connection broke): it may still be running then. A
+    /// worker of the same name that registers in the meantime is a new record: the fenced attempts are
+    /// not its own.
     mutating func fence(_ worker: Int) {
         guard configuration.leaseMargin > 0, !workers[worker].held.isEmpty else { return remove(worker, lost: true) }
         freeSlots -= workers[worker].free
@@ -136,7 +140,7 @@ extension Scheduler {
         workers[worker].isFenced = true
         workerIndex[workers[worker].id] = nil
         liveWorkers.removeAll { $0 == worker }
-        let deadline = now + configuration.leaseMargin
+        let deadline = max(now, workers[worker].lastSeen + configuration.workerTimeout) + configuration.leaseMargin
         for index in workers[worker].held.sorted() {
             timers.insert(TimerEntry(deadline: deadline, index: UInt32(index), attempt: operations[index].attempt, kind: .lease))
         }

@@ -94,7 +94,7 @@ import Testing
         for k in 1...3 {
             try h.join(WorkerID("w\(k)"))
             h.core.workerLost(WorkerID("w\(k)"), at: h.time)
-            try h.tick(to: h.time + 1)  // the lease margin
+            try h.tick(to: h.time + 4)  // its lease (3 s from when it was last heard) and the margin
         }
         #expect(h.outcome("poison") == .failed && h.snapshot("poison").reason == .lostWorker)
         #expect(h.dispatchOrder == ["poison", "poison", "poison"])
@@ -116,7 +116,7 @@ import Testing
         try h.join("w1")
         try h.submit([op("a")])
         h.core.workerLost("w1", at: 0)
-        try h.tick(to: 1)
+        try h.tick(to: 4)
         try h.join("w2")
         #expect(h.held["a"]!.attempt == 2 && h.held["a"]!.worker == "w2")
         // w1 comes back from a network partition and reports attempt 1.

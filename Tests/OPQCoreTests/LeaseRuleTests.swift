@@ -28,7 +28,7 @@ import Testing
         #expect(h.snapshot("a").attempt == 2)
     }
 
-    @Test func rule7_aFencedAttemptIsNotDispatchedToTheWorkersOwnSlotsNorToAnyoneElse() throws {
+    @Test func rule7_aWorkerLostEarlyKeepsItsAttemptsUntilItsLeaseAndTheMarginAreOver() throws {
         var h = leased()
         try h.join("w1", slots: 2)
         try h.submit([op("a"), op("b")])
@@ -37,10 +37,13 @@ import Testing
         h.time = 0.5
         try h.step()
         try h.join("w2", slots: 1)
-        #expect(h.dispatchOrder == ["a", "b"], "a and b stay on w1 until 1.5")
+        #expect(h.dispatchOrder == ["a", "b"], "a and b stay on w1 until its lease and the margin are over")
         #expect(h.state("a") == .executing && h.state("b") == .dispatched)
-        h.core.heartbeat(from: "w2", at: 1.5)
-        try h.tick(to: 1.5)
+        h.core.heartbeat(from: "w2", at: 3.9)
+        try h.tick(to: 3.9)
+        #expect(h.dispatchOrder == ["a", "b"], "lost early (at 0.5), w1 may run them until 0 + 3 s: then 1 s more")
+        h.core.heartbeat(from: "w2", at: 4)
+        try h.tick(to: 4)
         #expect(h.dispatchOrder == ["a", "b", "a"], "a (first in order) takes w2's only slot; b waits")
         #expect(h.state("b") == .ready)
     }

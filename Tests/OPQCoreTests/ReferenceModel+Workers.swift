@@ -47,10 +47,12 @@ extension ReferenceModel {
     /// A worker leaves (its attempts go back at once) or is lost (they stay on it, fenced, until the
     /// lease margin is over: SEMANTICS §7, leases).
     mutating func remove(_ w: Int, lost: Bool) {
-        let id = workers.remove(at: w).id
+        let worker = workers.remove(at: w)
+        let id = worker.id
         for i in ops.indices where isHeld(ops[i], by: id) {
             if lost, configuration.leaseMargin > 0 {
-                ops[i].fencedUntil = now + configuration.leaseMargin
+                // Its lease may run until last heard + timeout (it may be lost early: a broken connection).
+                ops[i].fencedUntil = max(now, worker.lastSeen + configuration.workerTimeout) + configuration.leaseMargin
             } else {
                 requeue(i, lost: lost)
             }
