@@ -4,11 +4,10 @@ import Testing
 /// SEMANTICS §7, leases: a lost worker's attempts go back to `ready` only once its lease has surely run
 /// out on its side — `leaseMargin` after it was declared lost — so no operation runs twice at once.
 @Suite struct LeaseRuleTests {
-    /// 3 s without a heartbeat = lost; its attempts wait 1 s more (the defaults).
-    func leased() -> Harness { Harness(configuration: .init()) }
+    // The default configuration: 3 s without a heartbeat = lost; its attempts wait 1 s more.
 
     @Test func rule7_aLostWorkersAttemptGoesBackOnlyWhenItsLeaseMarginIsOver() throws {
-        var h = leased()
+        var h = Harness()
         try h.join("w1")
         try h.submit([op("a")])
         try h.start("a")
@@ -29,7 +28,7 @@ import Testing
     }
 
     @Test func rule7_aWorkerLostEarlyKeepsItsAttemptsUntilItsLeaseAndTheMarginAreOver() throws {
-        var h = leased()
+        var h = Harness()
         try h.join("w1", slots: 2)
         try h.submit([op("a"), op("b")])
         try h.start("a")
@@ -49,7 +48,7 @@ import Testing
     }
 
     @Test func rule7_aWorkerRejoiningWithinTheMarginDoesNotGetItsFencedAttemptBack() throws {
-        var h = leased()
+        var h = Harness()
         try h.join("w1")
         try h.submit([op("a")])
         try h.start("a")
@@ -70,7 +69,7 @@ import Testing
     }
 
     @Test func rule7_aCancelWhileFencedFinishesTheOperationWhenTheLeaseRunsOut() throws {
-        var h = leased()
+        var h = Harness()
         try h.join("w1")
         try h.submit([op("a")])
         try h.start("a")
@@ -84,7 +83,7 @@ import Testing
     }
 
     @Test func rule7_aTimeoutDuringTheFenceFailsTheAttemptWhenTheLeaseRunsOut() throws {
-        var h = leased()
+        var h = Harness()
         try h.join("w1")
         try h.submit([op("a", retries: 0, timeout: 3.5)])
         try h.start("a")
