@@ -1,20 +1,36 @@
+import Foundation
 import Logging
 import OPQCore
 import OPQJournal
 import OPQWire
 import ZeroMQ
 
-/// A registered worker as the coordinator's shell sees it.
+/// A registered worker as the coordinator's shell sees it: one session, bound to one connection.
+///
+/// Trust (SEMANTICS §12): a worker's name is bound to its session, and the session to the connection it
+/// registered on — the routing id, which the worker draws at random for every connection (the ROUTER has
+/// `ROUTER_HANDOVER` off, so another connection with the same routing id gets nothing while this one is
+/// up). A message is taken as the session's only when it comes from that connection. A worker that
+/// reconnects proves it is the same session with the ``secret`` it was given in `Welcome`; without it,
+/// a registration under a live session's name is refused (`WORKER_NAME_IN_USE`) until that session is
+/// declared lost. With CURVE keys the worker's public key will take the secret's place (the same check,
+/// on the key the ZAP handler authenticated).
 struct WorkerSession {
     let id: WorkerID
-    /// Its routing identity (the id's bytes).
-    let identity: [UInt8]
+    /// The routing id of the connection the session is bound to (its latest registration's).
+    var identity: [UInt8]
+    /// Random bytes given in `Welcome`; a re-registration on a new connection must send them back.
+    let secret: [UInt8]
     /// Its registration in the core.
     var handle: Scheduler.WorkerHandle
     /// What it said when it registered (handlers, host, pid), for listings.
     var registration: Opq_V1_Register
     /// When the coordinator last sent it anything (heartbeats are due an interval later).
     var lastSent: Double
+    /// When it was last heard from (for the retry delay of a refused registration under its name).
+    var lastHeard: Double
+    /// The latest `lease_request` received from it, echoed in every message it is sent (leases).
+    var leaseRequest: UInt64 = 0
     /// The sequence of the last `Reports` handled from it (since it registered).
     var reportsReceived: UInt64 = 0
     /// The sequence up to which its reports are journaled (acknowledged in every message it is sent).
@@ -22,53 +38,83 @@ struct WorkerSession {
 }
 
 extension Coordinator {
-    /// One message from a worker.
+    /// Bytes in a session secret.
+    static let sessionSecretBytes = 16
+
+    /// One message from a worker connection.
     func handleWorkerMessage(_ frames: [[UInt8]], now: Double) throws {
         guard let identity = frames.first, !identity.isEmpty else { return }
-        let id = WorkerID(String(decoding: identity, as: UTF8.self))
         let message: Opq_V1_WorkerMessage
         let raw: [[UInt8]]
         do {
             (_, message, raw) = try Frames.decodeRouted(frames, as: Opq_V1_WorkerMessage.self)
         } catch {
+            let id = workerIdentities[identity].map { "\($0)" } ?? "unregistered"
             logger.warning("malformed message from worker", metadata: ["worker.id": "\(id)", "error": "\(error)"])
-            disconnect(id, error.description, code: error.isProtocolMismatch ? .unsupportedProtocol : .malformedMessage)
+            disconnect(connection: identity, error.description, code: error.isProtocolMismatch ? .unsupportedProtocol : .malformedMessage)
             return
         }
         if case .register(let register) = message.body {
-            self.register(id, identity: identity, register, now: now)
+            self.register(identity, register, leaseRequest: message.leaseRequest, now: now)
             return
         }
-        guard let session = sessions[id], core.isLive(session.handle) else {
-            // Unknown, or declared lost: it must register again and say what it still holds.
-            disconnect(id, "not registered: send Register first", code: .malformedMessage)
+        guard let id = workerIdentities[identity], let session = sessions[id], session.identity == identity,
+              core.isLive(session.handle) else {
+            // Unknown, replaced by a newer connection of its session, or declared lost: it must register
+            // again (and say what it still holds).
+            disconnect(connection: identity, "not registered: send Register first", code: .malformedMessage)
             return
         }
+        heard(from: id, leaseRequest: message.leaseRequest, now: now)
         switch message.body {
         case .heartbeat:
             core.heartbeat(from: session.handle, at: now)
+            // Answered at once: the answer echoes this heartbeat's lease_request and renews the lease.
+            workerOutbox.append((id, .heartbeat))
         case .reports(let reports):
             for item in reports.items { report(item, raw: raw, from: session, now: now) }
             if reports.sequence > session.reportsReceived { sessions[id]?.reportsReceived = reports.sequence }
         case .goodbye(let goodbye):
             logger.info("worker left", metadata: ["worker.id": "\(id)", "reason": "\(goodbye.reason)"])
             core.workerLeft(id, at: now)
-            sessions[id] = nil
+            endSession(id)
         case .register, nil:
             break
         }
     }
 
-    private func register(_ id: WorkerID, identity: [UInt8], _ register: Opq_V1_Register, now: Double) {
-        guard register.workerName == id.name else {
-            disconnect(id, "worker_name '\(register.workerName)' must equal the socket's routing id '\(id)'", code: .malformedMessage)
+    /// Notes that the session `id` was heard from: its lease request is echoed from now on.
+    private func heard(from id: WorkerID, leaseRequest: UInt64, now: Double) {
+        sessions[id]?.lastHeard = now
+        if leaseRequest > sessions[id]?.leaseRequest ?? 0 { sessions[id]?.leaseRequest = leaseRequest }
+    }
+
+    private func register(_ identity: [UInt8], _ register: Opq_V1_Register, leaseRequest: UInt64, now: Double) {
+        let id = WorkerID(register.workerName)
+        if let registered = workerIdentities[identity], registered != id, sessions[registered]?.identity == identity {
+            disconnect(connection: identity, "this connection is registered as worker '\(registered)': a worker keeps its name",
+                       code: .malformedMessage)
             return
+        }
+        var secret = [UInt8]()
+        if let session = sessions[id], core.isLive(session.handle) {
+            guard session.identity == identity || Self.same(register.sessionSecret, session.secret) else {
+                return refuseNameInUse(identity, session: session, now: now)
+            }
+            secret = session.secret
+            if session.identity != identity { workerIdentities[session.identity] = nil }
+        } else {
+            if let stale = sessions[id] { workerIdentities[stale.identity] = nil }
+            var generator = SystemRandomNumberGenerator()
+            secret = (0..<Self.sessionSecretBytes).map { _ in UInt8.random(in: 0...255, using: &generator) }
         }
         let handle = core.workerJoined(
             id, slots: Int(register.slots), queues: register.queueSet, labels: register.labels,
             holding: register.heldAttempts, at: now)
         let rejoined = sessions[id] != nil
-        sessions[id] = WorkerSession(id: id, identity: identity, handle: handle, registration: register, lastSent: now)
+        sessions[id] = WorkerSession(id: id, identity: identity, secret: secret, handle: handle, registration: register,
+                                     lastSent: now, lastHeard: now, leaseRequest: leaseRequest)
+        workerIdentities[identity] = id
         logger.info(rejoined ? "worker re-registered" : "worker joined", metadata: [
             "worker.id": "\(id)", "slots": "\(register.slots)", "held": "\(register.held.count)",
         ])
@@ -77,8 +123,39 @@ extension Coordinator {
         welcome.welcome.heartbeatIntervalSeconds = configuration.heartbeatInterval
         welcome.welcome.liveness = UInt32(configuration.liveness)
         welcome.welcome.coordinatorID = instanceID
+        welcome.welcome.sessionSecret = Data(secret)
+        welcome.welcome.leaseMarginSeconds = core.configuration.leaseMargin
         workerOutbox.append((id, welcome))
     }
+
+    /// Refuses a registration under the name of a live session that it cannot prove to be: an impostor,
+    /// a second worker started with the same name, or a restarted worker whose old session is not
+    /// declared lost yet (it retries after `retry_after_seconds`).
+    private func refuseNameInUse(_ identity: [UInt8], session: WorkerSession, now: Double) {
+        let timeout = configuration.heartbeatInterval * Double(configuration.liveness)
+        let retryAfter = max(0, session.lastHeard + timeout - now) + core.configuration.leaseMargin
+        let holder = session.registration
+        let reason = "worker name '\(session.id)' is in use by a live worker (pid \(holder.pid) on host '\(holder.host)', "
+            + "heard from \(Self.seconds(now - session.lastHeard)) ago): give this worker another --name, or stop the other one"
+        logger.warning("refused a registration: worker name in use", metadata: [
+            "worker.id": "\(session.id)", "retry.after.seconds": "\(retryAfter)",
+        ])
+        var message = Opq_V1_CoordinatorToWorker()
+        message.disconnect.reason = reason
+        message.disconnect.code = .workerNameInUse
+        message.disconnect.retryAfterSeconds = retryAfter
+        send(message, toConnection: identity)
+    }
+
+    /// Compares a presented secret with the session's in constant time.
+    static func same(_ presented: Data, _ secret: [UInt8]) -> Bool {
+        guard presented.count == secret.count, !secret.isEmpty else { return false }
+        var difference: UInt8 = 0
+        for (a, b) in zip(presented, secret) { difference |= a ^ b }
+        return difference == 0
+    }
+
+    static func seconds(_ value: Double) -> String { String(format: "%.1f s", value) }
 
     private func report(_ item: Opq_V1_Report, raw: [[UInt8]], from session: WorkerSession, now: Double) {
         switch item.kind {
@@ -114,20 +191,32 @@ extension Coordinator {
         }
     }
 
-    /// Queues a Disconnect for `id` (sent at the end of the turn).
-    func disconnect(_ id: WorkerID, _ reason: String, code: Opq_V1_ErrorCode) {
+    /// Tells the connection `identity` why it is dropped, at once (it may belong to no session).
+    func disconnect(connection identity: [UInt8], _ reason: String, code: Opq_V1_ErrorCode) {
         var message = Opq_V1_CoordinatorToWorker()
         message.disconnect.reason = reason
         message.disconnect.code = code
-        workerOutbox.append((id, message))
+        send(message, toConnection: identity)
     }
 
-    /// Forgets sessions of workers the core declared lost; they are told to register again.
+    /// Forgets session `id` and its connection.
+    func endSession(_ id: WorkerID) {
+        if let session = sessions.removeValue(forKey: id), workerIdentities[session.identity] == id {
+            workerIdentities[session.identity] = nil
+        }
+    }
+
+    /// Forgets sessions of workers the core declared lost; they are told to register again (with no
+    /// lease echo: a lost worker's lease is not renewed).
     func dropLostSessions() {
         for (id, session) in sessions where !core.isLive(session.handle) {
             logger.warning("worker lost", metadata: ["worker.id": "\(id)"])
-            sessions[id] = nil
-            disconnect(id, "declared lost (no heartbeat): register again", code: .internal)
+            endSession(id)
+            disconnect(connection: session.identity, "declared lost (no heartbeat): register again", code: .internal)
+        }
+        // Sessions dropped elsewhere (a worker that could not take a message) leave their connection behind.
+        if workerIdentities.count > sessions.count {
+            workerIdentities = workerIdentities.filter { sessions[$0.value]?.identity == $0.key }
         }
     }
 
@@ -138,23 +227,36 @@ extension Coordinator {
         }
     }
 
-    /// Sends `message` to worker `id` now. Returns false when the worker cannot take it (gone or saturated).
+    /// Sends `message` to worker `id` on its session's connection now, acknowledging its durable reports
+    /// and echoing its lease request. Returns false when the worker cannot take it (no session, gone or
+    /// saturated).
     @discardableResult
     func send(_ message: Opq_V1_CoordinatorToWorker, to id: WorkerID) -> Bool {
-        let identity = sessions[id]?.identity ?? Array(id.name.utf8)
+        guard let session = sessions[id] else {
+            logger.debug("no session to send to", metadata: ["worker.id": "\(id)"])
+            return false
+        }
         var message = message
-        message.reportsDurable = sessions[id]?.reportsDurable ?? 0
+        message.reportsDurable = session.reportsDurable
+        message.leaseEcho = session.leaseRequest
+        guard send(message, toConnection: session.identity) else { return false }
+        sessions[id]?.lastSent = clock.now()
+        return true
+    }
+
+    /// Sends `message` to the connection with routing id `identity` now.
+    @discardableResult
+    func send(_ message: Opq_V1_CoordinatorToWorker, toConnection identity: [UInt8]) -> Bool {
         do {
             let frames = try Frames.encode(message, to: identity)
             let result = try workersSocket.send(frames, flags: .dontWait)
             guard result == .sent else {
-                logger.warning("worker unreachable", metadata: ["worker.id": "\(id)", "result": "\(result)"])
+                logger.warning("worker unreachable", metadata: ["worker.id": "\(workerIdentities[identity].map { "\($0)" } ?? "unregistered")", "result": "\(result)"])
                 return false
             }
-            sessions[id]?.lastSent = clock.now()
             return true
         } catch {
-            logger.error("cannot send to worker", metadata: ["worker.id": "\(id)", "error": "\(error)"])
+            logger.error("cannot send to worker", metadata: ["error": "\(error)"])
             return false
         }
     }

@@ -32,8 +32,10 @@ public final class Coordinator: @unchecked Sendable {
     var core: Scheduler
     let clock = MonotonicClock()
     var effects: [Effect] = []
-    /// Registered workers by id (= routing id).
+    /// Registered workers by name.
     var sessions: [WorkerID: WorkerSession] = [:]
+    /// The worker each session's connection (routing id) belongs to.
+    var workerIdentities: [[UInt8]: WorkerID] = [:]
     /// Orders to send each worker at the end of the turn.
     var orders: [WorkerID: [Opq_V1_Order]] = [:]
     /// Messages to send workers (Welcome, Disconnect, heartbeats) at the end of the turn.
@@ -66,10 +68,14 @@ public final class Coordinator: @unchecked Sendable {
         if let problem = configuration.problem { throw ConfigurationError(description: problem) }
         let workersEndpoint = try EndpointPolicy.bindable(configuration.workersEndpoint)
         let clientsEndpoint = try EndpointPolicy.bindable(configuration.clientsEndpoint)
-        self.configuration = configuration
-        self.logger = logger
         var coreConfiguration = Scheduler.Configuration()
         coreConfiguration.workerTimeout = configuration.heartbeatInterval * Double(configuration.liveness)
+        // Leases: attempts recovered from the journal may still run on a worker of the previous
+        // coordinator until that worker's lease runs out, so they wait at least a lease and its margin.
+        var configuration = configuration
+        configuration.recoveryGrace = max(configuration.recoveryGrace, coreConfiguration.workerTimeout + coreConfiguration.leaseMargin)
+        self.configuration = configuration
+        self.logger = logger
         core = Scheduler(configuration: coreConfiguration)
         events = EventLog(capacity: configuration.eventHistory, byteBudget: configuration.eventHistoryBytes)
         outputs = OutputStore(budget: configuration.outputBudget)
@@ -90,7 +96,9 @@ public final class Coordinator: @unchecked Sendable {
             // Thousands of clients or workers may connect at once (libzmq's default listen queue is 100).
             try socket.set(.backlog, Coordinator.listenBacklog)
         }
-        try workersSocket.set(.routerHandover, true)
+        // A second connection with a live connection's routing id gets nothing (libzmq leaves it
+        // unidentified and reads none of its messages) instead of taking the traffic over.
+        try workersSocket.set(.routerHandover, false)
         // Clients come and go: ZMTP heartbeats let the socket notice a vanished watcher.
         try clientsSocket.set(.heartbeatInterval, 1_000)
         try clientsSocket.set(.heartbeatTimeout, 5_000)

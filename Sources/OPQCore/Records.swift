@@ -165,6 +165,9 @@ struct WorkerRecord {
     var lastSeen: Timestamp
     /// False once it left or was lost; the record then stays as a tombstone.
     var isAlive = true
+    /// Lost, and what it held waits for its lease to run out (``Scheduler/Configuration/leaseMargin``):
+    /// a tombstone that still holds attempts until their lease timers fire.
+    var isFenced = false
     /// Whether it serves each queue, by queue index.
     var servesQueue: [Bool] = []
     /// Whether its labels satisfy each placement class, by class index.
@@ -176,7 +179,9 @@ struct WorkerRecord {
 
 /// A deadline the core waits for.
 struct TimerEntry: Comparable {
-    enum Kind: UInt8 { case retry, timeout }
+    /// `retry`: a failed attempt's backoff is over; `timeout`: an executing attempt ran too long;
+    /// `lease`: the lease of a lost worker's attempt has surely run out on the worker's side.
+    enum Kind: UInt8 { case retry, timeout, lease }
     let deadline: Timestamp
     let index: UInt32
     let attempt: UInt32

@@ -71,9 +71,9 @@ extension Scheduler {
             case .dispatched, .executing:
                 let worker = Int(record.worker)
                 let position = Int(record.heldPosition)
-                guard worker >= 0, workers[worker].isAlive || workerIndex[workers[worker].id] == worker,
+                guard worker >= 0, workers[worker].isAlive || workers[worker].isFenced || workerIndex[workers[worker].id] == worker,
                       position < workers[worker].held.count, workers[worker].held[position] == index else {
-                    throw fail("\(name): \(record.state) but not held by a live or recovering worker")
+                    throw fail("\(name): \(record.state) but not held by a live, fenced or recovering worker")
                 }
                 active[Int(record.queue)] += 1
             case .finished:
@@ -92,6 +92,11 @@ extension Scheduler {
         var held = 0
         for (index, worker) in workers.enumerated() {
             guard worker.isAlive else {
+                if worker.isFenced {
+                    guard workerIndex[worker.id] != index else { throw fail("worker \(worker.id): fenced but still indexed") }
+                    held += worker.held.count
+                    continue
+                }
                 let isRecovering = workerIndex[worker.id] == index
                 guard worker.held.isEmpty || isRecovering else { throw fail("worker \(worker.id): gone but holds operations") }
                 guard !isRecovering || worker.free == 0 else { throw fail("worker \(worker.id): recovering with free slots") }

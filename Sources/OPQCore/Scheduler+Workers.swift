@@ -112,13 +112,38 @@ extension Scheduler {
         settle()
     }
 
-    /// The worker is declared lost (it stopped sending heartbeats, or its connection broke): what it held
-    /// goes back to `ready` as a new attempt, unless that operation has now lost too many workers.
+    /// The worker is declared lost (it stopped sending heartbeats, or its connection broke): it is
+    /// fenced, and what it held goes back to `ready` as a new attempt once its lease has surely run out —
+    /// ``Configuration/leaseMargin`` after `time`, or after its lease's latest end (last heard +
+    /// ``Configuration/workerTimeout``) if that is later — unless that operation has then lost too many
+    /// workers.
     public mutating func workerLost(_ id: WorkerID, at time: Timestamp) {
         now = time
         guard let worker = workerIndex[id] else { return }
-        remove(worker, lost: true)
+        fence(worker)
         settle()
+    }
+
+    /// Declares `worker` lost (SEMANTICS §7, leases): it takes nothing more, and each attempt it holds
+    /// stays on it (dispatched or executing, counted in its queue's active operations) until a `lease`
+    /// timer requeues it (``requeue(_:lost:)``, counting the lost worker) at
+    /// `max(now, lastSeen + workerTimeout) + leaseMargin`. By then the worker has stopped the attempt: it
+    /// kills what it runs when its own lease (``Configuration/workerTimeout`` from its last message the
+    /// coordinator answered) runs out, and that is never later than `lastSeen + workerTimeout` — also
+    /// when the worker is declared lost early (its connection broke): it may still be running then. A
+    /// worker of the same name that registers in the meantime is a new record: the fenced attempts are
+    /// not its own.
+    mutating func fence(_ worker: Int) {
+        guard configuration.leaseMargin > 0, !workers[worker].held.isEmpty else { return remove(worker, lost: true) }
+        freeSlots -= workers[worker].free
+        workers[worker].isAlive = false
+        workers[worker].isFenced = true
+        workerIndex[workers[worker].id] = nil
+        liveWorkers.removeAll { $0 == worker }
+        let deadline = max(now, workers[worker].lastSeen + configuration.workerTimeout) + configuration.leaseMargin
+        for index in workers[worker].held.sorted() {
+            timers.insert(TimerEntry(deadline: deadline, index: UInt32(index), attempt: operations[index].attempt, kind: .lease))
+        }
     }
 
     mutating func remove(_ worker: Int, lost: Bool) {
@@ -235,12 +260,13 @@ extension Scheduler {
         return index
     }
 
-    /// Time passes: workers not heard from within `workerTimeout` are lost, retries whose backoff elapsed
-    /// become ready, and attempts past their timeout are killed.
+    /// Time passes: workers not heard from within `workerTimeout` are lost (fenced), retries whose backoff
+    /// elapsed become ready, attempts past their timeout are killed, and the attempts of lost workers
+    /// whose lease margin is over go back to `ready`.
     public mutating func tick(at time: Timestamp) {
         now = time
         for worker in liveWorkers where workers[worker].lastSeen + configuration.workerTimeout <= time {
-            remove(worker, lost: true)
+            fence(worker)
         }
         while let timer = timers.min, timer.deadline <= time {
             _ = timers.removeMin()
@@ -256,6 +282,10 @@ extension Scheduler {
                 operations[index].killReason = .timeout
                 effects.append(.kill(id(index), attempt: Int(timer.attempt),
                                      worker: workers[Int(operations[index].worker)].id, reason: .timeout))
+            case .lease:
+                let state = operations[index].state
+                guard state == .dispatched || state == .executing, workers[Int(operations[index].worker)].isFenced else { continue }
+                requeue(index, lost: true)
             }
         }
         settle()

@@ -14,6 +14,13 @@ public struct Scheduler: Sendable {
     public struct Configuration: Sendable {
         /// A worker not heard from for this long is declared lost (3 missed 1-second heartbeats).
         public var workerTimeout: Double = 3
+        /// How long after a worker is declared lost its attempts go back to `ready` (SEMANTICS §7,
+        /// leases). The worker holds a lease of ``workerTimeout`` that it renews only by hearing the
+        /// coordinator answer its own messages, so its lease has run out by the time the coordinator
+        /// declares it lost; this margin covers killing what it runs (its lease watchdog sends SIGKILL to
+        /// every process group at once), scheduling delays and the drift between the two monotonic clocks
+        /// over one lease (at most 1 ms for a 3 s lease at 300 ppm). 0 = at once (tests of other rules).
+        public var leaseMargin: Double = 1
         /// An operation that has lost this many workers finishes `failed` (reason: lost worker).
         public var maxLostWorkers = 3
         /// Backoff before the first retry; doubles with each further attempt.

@@ -45,6 +45,7 @@ extension Opq_V1_Register {
         try Check.count(handlers.count, path + ".handlers")
         for (k, handler) in handlers.enumerated() { try Check.name(handler, "\(path).handlers[\(k)]", allowEmpty: false) }
         try Check.name(host, path + ".host")
+        try Check.that(sessionSecret.count <= 64, path + ".session_secret", "must be at most 64 bytes, not \(sessionSecret.count)")
     }
 }
 

@@ -22,16 +22,25 @@ extension AgentConnection {
             return
         }
         outbox.acknowledge(upTo: message.reportsDurable)
+        let echo = Double(message.leaseEcho) / 1e6
         switch message.body {
         case .welcome(let welcome):
-            welcomed(interval: welcome.heartbeatIntervalSeconds, liveness: Int(welcome.liveness), now: now)
+            guard case .registering = phase else {
+                // The answer to a re-registration on this connection (a drain's zero slots).
+                if case .ready = phase { renewLease(from: echo, now: now) }
+                return
+            }
+            welcomed(interval: welcome.heartbeatIntervalSeconds, liveness: Int(welcome.liveness),
+                     secret: welcome.sessionSecret, echo: echo, now: now)
+            if welcome.leaseMarginSeconds > 0, welcome.leaseMarginSeconds.isFinite { fenceWait = welcome.leaseMarginSeconds }
             logger.info("registered with the coordinator", metadata: [
                 "coordinator.id": "\(welcome.coordinatorID)",
                 "heartbeat.seconds": "\(welcome.heartbeatIntervalSeconds)", "liveness": "\(welcome.liveness)",
             ])
         case .heartbeat, nil:
-            break
+            if case .ready = phase { renewLease(from: echo, now: now) }
         case .orders(let orders):
+            if case .ready = phase { renewLease(from: echo, now: now) }
             for order in orders.items {
                 switch order.kind {
                 case .dispatch(let dispatch): self.dispatch(dispatch)
@@ -40,8 +49,41 @@ extension AgentConnection {
                 }
             }
         case .disconnect(let disconnect):
+            if case .registering = phase { return refused(disconnect, now: now) }
             lose("the coordinator disconnected this worker",
                  error: "\(disconnect.code): \(disconnect.reason)", now: now)
+            // It is there and asks for a registration (a restarted coordinator): at once, so the lease
+            // is renewed in time — unless it disconnected this worker right after welcoming it.
+            if now - welcomedAt >= interval { phase = .waiting(until: now) }
+        }
+    }
+
+    /// The coordinator refused this worker's `Register`. A malformed registration (e.g. more slots than
+    /// the wire allows) or an unsupported protocol is final: the worker stops and ``run()`` throws. A
+    /// name held by a live session may be this worker's own previous session, not yet declared lost
+    /// (a quick restart): retried once, after the coordinator's `retry_after_seconds`; refused again, it
+    /// is final. Anything else is transient and retried with backoff.
+    func refused(_ disconnect: Opq_V1_Disconnect, now: Double) {
+        switch disconnect.code {
+        case .workerNameInUse where !retriedNameInUse:
+            retriedNameInUse = true
+            let delay = min(max(disconnect.retryAfterSeconds, 0), 600) + 0.1
+            lose("registration refused for now", error: disconnect.reason, now: now)
+            phase = .waiting(until: now + delay)
+            logger.warning("registration refused (transient if the other worker is gone): retrying once", metadata: [
+                "reason": "\(disconnect.reason)", "retry.seconds": "\(delay)",
+            ])
+        case .malformedMessage, .unsupportedProtocol, .workerNameInUse:
+            refusal = RegistrationRefused(reason: disconnect.reason, code: disconnect.code)
+            logger.critical("registration refused; stopping", metadata: ["reason": "\(disconnect.reason)", "code": "\(disconnect.code)"])
+            lose("registration refused", error: disconnect.reason, now: now)
+            runner.shutdown(handBack: true, timeout: 0)
+            done = true
+        default:
+            logger.warning("registration refused for a transient reason; retrying", metadata: [
+                "reason": "\(disconnect.reason)", "code": "\(disconnect.code)",
+            ])
+            lose("registration refused for now", error: disconnect.reason, now: now)
         }
     }
 
@@ -86,6 +128,8 @@ extension AgentConnection {
         absorbEvents()
         outbox.resendUnconfirmed()
         held.formUnion(outbox.unsentFinished)
+        held.subtract(fenced)
+        let secret = sessionSecret
         let configuration = configuration
         let slots = stopLevel == .running ? Int32(clamping: configuration.slots) : 0
         let handlers = agent.handlers.names
@@ -100,6 +144,7 @@ extension AgentConnection {
                 $0.handlers = handlers
                 $0.host = WorkerConfiguration.hostName
                 $0.pid = UInt32(clamping: getpid())
+                $0.sessionSecret = secret
             }
         }
     }
@@ -120,4 +165,15 @@ extension AgentConnection {
     func attemptMetadata(_ key: AttemptKey, _ extra: Logger.Metadata = [:]) -> Logger.Metadata {
         extra.merging(["operation.id": "\(key.operation.rawValue)", "attempt": "\(key.attempt)"]) { mine, _ in mine }
     }
+}
+
+/// The coordinator refused this worker's registration for good (a name in use by a live worker, a
+/// registration it cannot accept): retrying would not help, so the worker stops and says why.
+public struct RegistrationRefused: Error, CustomStringConvertible, Sendable {
+    /// The coordinator's explanation.
+    public let reason: String
+    /// The coordinator's machine-readable cause.
+    public let code: Opq_V1_ErrorCode
+
+    public var description: String { "the coordinator refused to register this worker: \(reason)" }
 }

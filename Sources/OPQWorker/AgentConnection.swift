@@ -13,8 +13,20 @@ import Darwin
 ///
 /// Each turn: poll (the socket and the event inbox's pipe, until the next deadline) → take the runner's
 /// events into the outbox → read every message from the coordinator → apply a stop request → run the
-/// phase's timers (connect, register, heartbeats, liveness) → send all pending reports as one `Reports`
+/// phase's timers (connect, register, heartbeats, the lease) → send all pending reports as one `Reports`
 /// message → leave with `Goodbye` once a stop is complete. Not thread-safe: lives on `run()`'s thread.
+///
+/// Leases (SEMANTICS §7): the worker may run attempts only while it holds a lease. Every message it sends
+/// carries its own clock reading (`lease_request`); the coordinator echoes the latest one it received
+/// (`lease_echo`), and an echo of time `t` extends the lease to `t + liveness × interval`. The coordinator
+/// heard from the worker at or after `t`, so the lease ends no later than the moment the coordinator
+/// declares the worker lost — both measured as durations on each side's monotonic clock, so only the
+/// clocks' rate drift matters (about 1 ms over a 3 s lease). Messages that were merely delayed (the worker
+/// was stopped while they queued up) echo old times and renew nothing. When the lease ends, the lease
+/// watchdog (``LeaseWatchdog``, a separate process, so also while this one is stopped) kills every
+/// command's process group at once, the worker stops its attempts without reporting them (the
+/// coordinator gives them new attempts once the lease margin is over), and it re-registers once they
+/// are gone.
 final class AgentConnection {
     /// Where the connection stands. Times are ``MonotonicClock`` seconds.
     enum Phase {
@@ -49,10 +61,30 @@ final class AgentConnection {
     var interval: Double
     /// Missed intervals before the coordinator is lost: likewise.
     var liveness: Int
-    /// When anything was last sent (a heartbeat is due one interval later).
-    private var lastSent = 0.0
-    /// When anything was last received (the coordinator is lost liveness × interval later).
-    private var lastReceived = 0.0
+    /// When the last heartbeat was sent (the next is due one interval later; the coordinator answers
+    /// each at once, which renews the lease).
+    private var lastHeartbeat = 0.0
+    /// When the lease ends (``MonotonicClock`` seconds); nil = no lease (not welcomed yet, or it ended).
+    var leaseExpiry: Double?
+    /// When the current connection's `Register` was sent: a `Welcome` proves the coordinator heard it.
+    var registerSentAt = 0.0
+    /// Attempts stopped because the lease ended, until they are gone: never reported, and the worker
+    /// re-registers only once none is left (so what it says it holds is true) — or, for a handler that
+    /// ignores its cancellation (in-process code cannot be killed), once ``fenceWait`` is over.
+    var fenced: Set<AttemptKey> = []
+    /// How long after the lease ended the worker waits for its stopped attempts before registering
+    /// without them: the coordinator's lease margin (from `Welcome`; 1 s before one).
+    var fenceWait = 1.0
+    /// When the lease last ended.
+    var leaseEndedAt = -Double.infinity
+    /// When the last `Welcome` arrived.
+    var welcomedAt = -Double.infinity
+    /// The secret of this worker's session (from `Welcome`), sent back when re-registering.
+    var sessionSecret = Data()
+    /// A `WORKER_NAME_IN_USE` refusal was already retried once since the last `Welcome`.
+    var retriedNameInUse = false
+    /// Why the coordinator refused to register this worker for good: ``run()`` throws it.
+    var refusal: RegistrationRefused?
     /// The last send was refused (no connection up, or its queue full): poll for writable.
     private var sendBlocked = false
     /// Reports not sent yet, and the attempts handed back.
@@ -82,8 +114,9 @@ final class AgentConnection {
         liveness = agent.configuration.liveness
     }
 
-    /// Runs until a stop is complete. Throws only when the socket cannot be set up or polled at all.
-    func run() throws(ZMQError) {
+    /// Runs until a stop is complete. Throws when the socket cannot be set up or polled at all
+    /// (`ZMQError`), or when the coordinator refused the registration for good (``RegistrationRefused``).
+    func run() throws {
         defer {
             closeSocket()
             context.close()
@@ -103,6 +136,7 @@ final class AgentConnection {
             flush(now: now)
             finishIfStopped(now: now)
         }
+        if let refusal { throw refusal }
     }
 
     // MARK: - Loop steps
@@ -110,10 +144,11 @@ final class AgentConnection {
     private func poll(now: Double) throws(ZMQError) {
         var deadline = now + 1
         switch phase {
-        case .waiting(let until): deadline = min(deadline, until)
+        case .waiting(let until): deadline = min(deadline, fenced.isEmpty ? until : max(until, leaseEndedAt + fenceWait))
         case .connecting(let limit), .registering(let limit): deadline = min(deadline, limit)
-        case .ready: deadline = min(deadline, lastSent + interval, lastReceived + Double(liveness) * interval)
+        case .ready: deadline = min(deadline, lastHeartbeat + interval)
         }
+        if let leaseExpiry { deadline = min(deadline, leaseExpiry) }
         if let since = undeliveredSince { deadline = min(deadline, since + window) }
         if let socketItem {
             var events = PollEvents.readable
@@ -126,9 +161,33 @@ final class AgentConnection {
         if let socketItem, poller.isWritable(socketItem) { sendBlocked = false }
     }
 
-    /// Moves the runner's events into the outbox.
+    /// Moves the runner's events into the outbox — unless the lease is over: an attempt whose end the
+    /// worker sees only after its lease ended may have been killed by the watchdog (or ended while the
+    /// coordinator was giving it to another worker), so it is fenced and not reported. The clock is read
+    /// before and after taking the events: events taken while the lease still held ended before it.
     func absorbEvents() {
-        for event in agent.inbox.take() {
+        let taken = isLeaseOver ? [] : agent.inbox.take()
+        guard isLeaseOver else { return absorb(taken) }
+        leaseEnded(now: MonotonicClock.now(), taken: taken)
+    }
+
+    /// The lease has ended (by this process's clock, read now).
+    private var isLeaseOver: Bool {
+        guard let leaseExpiry else { return false }
+        return MonotonicClock.now() >= leaseExpiry
+    }
+
+    /// Moves `events` into the outbox; those of fenced attempts are dropped.
+    func absorb(_ events: [AttemptEvent]) {
+        for event in events {
+            if fenced.contains(event.key) {
+                // Stopped because the lease ended: the coordinator gives it a new attempt; nothing is said.
+                if case .finished = event {
+                    fenced.remove(event.key)
+                    logger.info("attempt stopped by the lease's end; not reported", metadata: attemptMetadata(event.key))
+                }
+                continue
+            }
             outbox.add(event)
             // Metadata is passed per call (built only if the message is logged): copying the logger
             // with attempt metadata on every event cost a quarter of the worker's CPU.
@@ -154,16 +213,16 @@ final class AgentConnection {
                 return lose("receive failed", error: "\(error)", now: now)
             }
             guard let frames else { return }
-            lastReceived = now  // any message counts as the coordinator's heartbeat, even a bad one
             handle(frames, now: now)
         }
     }
 
     /// Runs the current phase's timers.
     private func advance(now: Double) throws(ZMQError) {
+        if let leaseExpiry, now >= leaseExpiry { leaseEnded(now: now) }
         switch phase {
         case .waiting(let until):
-            guard now >= until else { return }
+            guard now >= until, fenced.isEmpty || now >= leaseEndedAt + fenceWait, !done else { return }
             try openSocket(now: now)
             sendRegister(now: now)
         case .connecting(let deadline):
@@ -173,11 +232,9 @@ final class AgentConnection {
         case .registering(let deadline):
             if now >= deadline { lose("no Welcome from the coordinator", error: "none within \(window) s", now: now) }
         case .ready:
-            if now - lastReceived >= Double(liveness) * interval {
-                lose("the coordinator went silent", error: "nothing for \(Double(liveness) * interval) s", now: now)
-            } else if now - lastSent >= interval, outbox.isEmpty,  // pending reports go out this turn instead
-                      let frames = encode(Opq_V1_WorkerMessage.heartbeat, what: "Heartbeat") {
-                _ = send(frames, now: now)
+            if now - lastHeartbeat >= interval, let frames = encode(Opq_V1_WorkerMessage.heartbeat, what: "Heartbeat"),
+               send(frames, now: now) {
+                lastHeartbeat = now
             }
         }
     }
@@ -200,7 +257,12 @@ final class AgentConnection {
     private func openSocket(now: Double) throws(ZMQError) {
         let socket = try context.socket(.dealer)
         do throws(ZMQError) {
-            try socket.set(.routingID, Array(configuration.name.utf8))
+            // A fresh random routing id per connection: the coordinator binds it to this worker's session
+            // at registration, and nobody else can send or receive as this session (SEMANTICS §12).
+            var generator = SystemRandomNumberGenerator()
+            var routingID = (0..<16).map { _ in UInt8.random(in: 0...255, using: &generator) }
+            routingID[0] |= 0x80  // ids starting with a zero byte are libzmq's own
+            try socket.set(.routingID, routingID)
             try socket.set(.maxMessageSize, Int64(WireLimits.maxFrameBytes))
             try socket.set(.immediate, true)
             if let serverKey = configuration.curveServerKey {
@@ -224,6 +286,7 @@ final class AgentConnection {
     private func sendRegister(now: Double) -> Bool {
         guard case .connecting = phase, let frames = encode(registerMessage(), what: "Register"),
               send(frames, now: now) else { return false }
+        registerSentAt = now
         phase = .registering(deadline: now + window)
         logger.debug("registering")
         return true
@@ -235,7 +298,6 @@ final class AgentConnection {
         do {
             let sent = try socket.send(frames, flags: .dontWait) == .sent
             sendBlocked = !sent
-            if sent { lastSent = now }
             return sent
         } catch {
             lose("send failed", error: "\(error)", now: now)
@@ -245,6 +307,8 @@ final class AgentConnection {
 
     /// Encodes an outgoing message; nil (logged) if it cannot be, which only a bug can cause.
     func encode(_ message: Opq_V1_WorkerMessage, what: String) -> [[UInt8]]? {
+        var message = message
+        message.leaseRequest = UInt64(MonotonicClock.now() * 1e6)
         do throws(WireError) {
             return try Frames.encode(message)
         } catch {
@@ -263,14 +327,62 @@ final class AgentConnection {
         ])
     }
 
-    /// A `Welcome` arrived: the connection is up.
-    func welcomed(interval: Double, liveness: Int, now: Double) {
+    /// A `Welcome` arrived: the connection is up, and the lease runs from the `Register` it answers.
+    func welcomed(interval: Double, liveness: Int, secret: Data, echo: Double, now: Double) {
         self.interval = interval
         self.liveness = liveness
-        lastReceived = now
+        sessionSecret = secret
+        retriedNameInUse = false
         backoff.reset()
         undeliveredSince = nil
         phase = .ready
+        welcomedAt = now
+        lastHeartbeat = now
+        renewLease(from: max(echo, registerSentAt), now: now)
+    }
+
+    /// The coordinator echoed a `lease_request` sent at `start`: the lease runs to `start + liveness ×
+    /// interval` (never shortened; an echo from the future is not ours and renews nothing).
+    ///
+    /// The watchdog is told every new end, and this worker's ``leaseExpiry`` is always the end the
+    /// watchdog was last told: it never kills a command the worker still believes leased. Renewals
+    /// closer than 50 ms (or a twentieth of the lease) to the current end are skipped, so a stream of
+    /// orders costs the watchdog a message at most every 50 ms.
+    func renewLease(from start: Double, now: Double) {
+        guard start > 0, start <= now else { return }
+        let lease = Double(liveness) * interval
+        let expiry = start + lease
+        guard expiry > (leaseExpiry ?? -Double.infinity) + min(0.05, lease / 20) else { return }
+        leaseExpiry = expiry
+        agent.leaseWatchdog?.renew(remaining: expiry - MonotonicClock.now())
+    }
+
+    /// The lease ended: every command was killed by the watchdog at this moment (told again here, in
+    /// case it was late), each held attempt is stopped and will not be reported, and the connection is
+    /// dropped; the worker registers again once they are all gone.
+    ///
+    /// Fenced: every attempt held now and every one whose events were not absorbed yet (`taken`, and
+    /// what the inbox holds). The runner is read before the inbox: it posts an attempt's end before it
+    /// stops holding it, so no attempt slips between the two.
+    func leaseEnded(now: Double, taken: [AttemptEvent] = []) {
+        leaseExpiry = nil
+        leaseEndedAt = now
+        agent.leaseWatchdog?.renew(remaining: 0)
+        let held = runner.held
+        let events = taken + agent.inbox.take()
+        let stopped = Set(held).union(events.map(\.key)).subtracting(fenced)
+        fenced.formUnion(stopped)
+        for key in held where stopped.contains(key) {
+            runner.stop(key.operation, attempt: key.attempt, cause: .handBack)
+        }
+        absorb(events)
+        if !stopped.isEmpty {
+            logger.warning("lease ended: no answer from the coordinator in time; attempts killed and not reported", metadata: [
+                "attempts": "\(stopped.count)", "lease.seconds": "\(Double(liveness) * interval)",
+            ])
+        }
+        if case .waiting = phase { return }
+        lose("the coordinator went silent", error: "its lease of \(Double(liveness) * interval) s ended", now: now)
     }
 
     private func closeSocket() {

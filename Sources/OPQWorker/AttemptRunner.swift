@@ -1,5 +1,6 @@
 import Foundation
 import OPQCore
+import OPQSpawn
 
 /// Runs the attempts a worker is given on a local Foundation `OperationQueue` with one slot per
 /// concurrent attempt (DESIGN "Worker"), and reports each attempt exactly once.
@@ -37,6 +38,13 @@ public final class AttemptRunner: @unchecked Sendable {
     private let condition = NSCondition()
     private var attempts: [AttemptKey: AttemptOperation] = [:]
     private var isShuttingDown = false
+    /// Kills the commands' process groups when the worker's lease ends; set by ``WorkerAgent`` before it
+    /// runs anything (nil: no lease, as in tests of the runner alone).
+    public var leaseWatchdog: LeaseWatchdog? {
+        get { condition.withLock { watchdog } }
+        set { condition.withLock { watchdog = newValue } }
+    }
+    private var watchdog: LeaseWatchdog?
 
     /// Creates a runner with `slots` concurrent attempts delivering its events to `events`, which must
     /// be thread-safe.
@@ -137,11 +145,15 @@ public final class AttemptRunner: @unchecked Sendable {
         case .empty:
             return AttemptOperation(key: request.key)
         case .command(let command):
-            return CommandOperation(key: request.key, commands: [command], qualityOfService: request.qualityOfService,
-                                    killGracePeriod: request.killGracePeriod)
+            let operation = CommandOperation(key: request.key, commands: [command], qualityOfService: request.qualityOfService,
+                                             killGracePeriod: request.killGracePeriod)
+            operation.leaseWatchdog = leaseWatchdog
+            return operation
         case .commands(let commands):
-            return CommandOperation(key: request.key, commands: commands, qualityOfService: request.qualityOfService,
-                                    killGracePeriod: request.killGracePeriod)
+            let operation = CommandOperation(key: request.key, commands: commands, qualityOfService: request.qualityOfService,
+                                             killGracePeriod: request.killGracePeriod)
+            operation.leaseWatchdog = leaseWatchdog
+            return operation
         case .handler(let name, let payload):
             let context = HandlerContext(key: request.key, operationName: request.name, handler: name,
                                          payload: payload, qualityOfService: request.qualityOfService)

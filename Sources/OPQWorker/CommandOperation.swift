@@ -1,3 +1,4 @@
+import OPQSpawn
 import Foundation
 import OPQCore
 #if canImport(Glibc)
@@ -26,6 +27,8 @@ public final class CommandOperation: AttemptOperation, @unchecked Sendable {
 
     /// Told each process group id as it is spawned (tests use it to check that nothing outlives a kill).
     var onSpawned: (@Sendable (pid_t) -> Void)?
+    /// Kills the process groups when the worker's lease ends (set by the runner before the operation runs).
+    var leaseWatchdog: LeaseWatchdog?
 
     private let lock = NSLock()
     private var groups: [ChildProcessGroup] = []
@@ -33,6 +36,10 @@ public final class CommandOperation: AttemptOperation, @unchecked Sendable {
     private var failureOrder: [Int] = []
     private var remaining: Int
     private var stopping = false
+    /// Process groups told to the lease watchdog and not reaped yet, by command index.
+    private var leasedGroups: [Int: pid_t] = [:]
+    /// Commands whose group was reaped (before or after it was told to the watchdog).
+    private var reapedGroups: Set<Int> = []
 
     /// Creates an operation running `commands` for attempt `key`.
     public init(
@@ -56,10 +63,18 @@ public final class CommandOperation: AttemptOperation, @unchecked Sendable {
             }
             do throws(SystemError) {
                 let group = try ChildProcessGroup.spawn(command, niceness: niceness, killGracePeriod: killGracePeriod) {
-                    [self] outcome in record(index, Self.result(of: outcome))
+                    [self] outcome in
+                    groupReaped(index)
+                    record(index, Self.result(of: outcome))
                 }
                 let stopNow = lock.withLock {
                     groups.append(group)
+                    // Under the lock, so the watchdog hears `add` before `remove` (and never of a group
+                    // already reaped, whose id may be reused).
+                    if let leaseWatchdog, !reapedGroups.contains(index) {
+                        leasedGroups[index] = group.pid
+                        leaseWatchdog.add(group: group.pid)
+                    }
                     return stopping
                 }
                 onSpawned?(group.pid)
@@ -76,6 +91,14 @@ public final class CommandOperation: AttemptOperation, @unchecked Sendable {
             return groups
         }
         for group in live { group.terminate() }
+    }
+
+    /// Command `index`'s group is reaped: the lease watchdog forgets it.
+    private func groupReaped(_ index: Int) {
+        lock.withLock {
+            reapedGroups.insert(index)
+            if let pid = leasedGroups.removeValue(forKey: index) { leaseWatchdog?.remove(group: pid) }
+        }
     }
 
     private func record(_ index: Int, _ result: AttemptResult) {

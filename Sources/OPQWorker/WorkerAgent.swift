@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import OPQCore
+import OPQSpawn
 
 /// A worker: serves a coordinator with the handlers and commands it can run (DESIGN "Worker").
 ///
@@ -33,6 +34,8 @@ public final class WorkerAgent: @unchecked Sendable {
 
     let logger: Logger
     let inbox: EventInbox
+    /// Kills the commands when the lease ends; set by ``run()`` (only its thread reads it).
+    var leaseWatchdog: LeaseWatchdog?
     private let lock = NSLock()
     private var requestedStop = StopLevel.running
     private var stopReason = ""
@@ -68,6 +71,10 @@ public final class WorkerAgent: @unchecked Sendable {
         }
         precondition(first, "WorkerAgent.run() can be called only once")
         if let failure = inbox.failure { throw failure }
+        // The lease watchdog first: no command may run without it (SEMANTICS §7, leases).
+        let watchdog = try LeaseWatchdog()
+        leaseWatchdog = watchdog
+        runner.leaseWatchdog = watchdog
         let connection = try AgentConnection(agent: self)
         defer {
             // Whatever ended the loop, no child process may outlive the agent (after a stop nothing is

@@ -9,7 +9,9 @@ import ZeroMQ
 public struct WorkerConfiguration: Sendable {
     /// The coordinator's worker endpoint (its workers' ROUTER), e.g. `tcp://127.0.0.1:7130`.
     public var coordinator: String
-    /// The worker's stable, unique name: its ZeroMQ routing id (1–255 bytes). Default: `host-pid`.
+    /// The worker's stable, unique name (1–255 bytes). Default: `host-pid`. It is bound to the worker's
+    /// session when it registers: while that session lives, the coordinator refuses the name to anyone
+    /// else (the connection's ZeroMQ routing id is random, never the name).
     public var name: String
     /// How many attempts run at once (the local queue's `maxConcurrentOperationCount`); at least 1.
     public var slots: Int
@@ -23,7 +25,8 @@ public struct WorkerConfiguration: Sendable {
     /// Seconds between heartbeats before the coordinator's `Welcome` says otherwise.
     public var heartbeatInterval: Double
     /// Missed heartbeat intervals before the coordinator is declared lost (before `Welcome`: also how
-    /// long connecting and registering may take).
+    /// long connecting and registering may take). After `Welcome`, the coordinator's liveness × interval
+    /// is the worker's lease: the commands it runs are killed when it is not renewed in time.
     public var liveness: Int
     /// The first delay before reconnecting after losing the coordinator; it doubles on every failed
     /// attempt up to ``maximumReconnectDelay`` and starts over after a `Welcome`.

@@ -54,7 +54,9 @@ struct ClusterReport: Codable {
     /// The chain length the ratio target is set for: Foundation's cost per operation grows with the
     /// chain, so a shorter (smoke) chain is not judged.
     static let chainGoalLength = 20_000
-    static let failoverGoal = 3.5  // s
+    /// Leases (SEMANTICS §7): a lost worker's operations go back only after its lease (liveness ×
+    /// heartbeat from when it was last heard: 3 s) and the coordinator's 1 s lease margin, plus 0.5 s.
+    static let failoverGoal = 4.5  // s
 
     /// The fastest throughput run at the default sync level.
     var bestThroughput: ClusterThroughputRun? {
@@ -96,10 +98,10 @@ struct ClusterReport: Codable {
             targets.append(Target(name: "chain across processes vs Foundation", goal: "≥ 3×", measured: "failed", passed: false))
         }
         if let failover {
-            targets.append(Target(name: "kill -9 of a worker → its operations ready again", goal: "≤ 3.5 s",
+            targets.append(Target(name: "kill -9 of a worker → its operations ready again", goal: "≤ 4.5 s",
                                   measured: Format.fixed(failover.seconds, 2) + " s", passed: failover.seconds <= Self.failoverGoal))
         } else if failures.contains(where: { $0.hasPrefix("failover") }) {
-            targets.append(Target(name: "kill -9 of a worker → requeued", goal: "≤ 3.5 s", measured: "failed", passed: false))
+            targets.append(Target(name: "kill -9 of a worker → requeued", goal: "≤ 4.5 s", measured: "failed", passed: false))
         }
     }
 
@@ -176,7 +178,7 @@ struct ClusterReport: Codable {
         }
         if let failover {
             out.append("")
-            var table = TextTable([.init("failover", right: false), .init("requeued"), .init("first"), .init("last"), .init("≤ 3.5 s", right: false)])
+            var table = TextTable([.init("failover", right: false), .init("requeued"), .init("first"), .init("last"), .init("≤ 4.5 s", right: false)])
             table.append(["kill -9 \(failover.worker) (heartbeat \(Format.fixed(failover.heartbeatSeconds, 1)) s × \(failover.liveness)) → ready (lost worker)",
                           String(failover.operationsRequeued), Format.fixed(failover.firstSeconds, 2) + " s",
                           Format.fixed(failover.seconds, 2) + " s", Format.verdict(failover.seconds <= Self.failoverGoal)])

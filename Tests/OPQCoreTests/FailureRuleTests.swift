@@ -79,6 +79,9 @@ import Testing
         h.core.heartbeat(from: "w2", at: 3)
         try h.tick(to: 3)  // w1 last heard at 0: three missed beats
         #expect(h.core.workerSnapshots.map(\.id) == ["w2"])
+        #expect(h.state("first") == .executing, "w1's lease may still be running")
+        h.core.heartbeat(from: "w2", at: 4)
+        try h.tick(to: 4)  // lost at 3 + the lease margin (1 s)
         #expect(h.state("first") == .ready && h.snapshot("first").attempt == 1)
         try h.complete("second")
         #expect(h.dispatchOrder == ["first", "second", "first"], "first keeps its place ahead of third")
@@ -91,7 +94,7 @@ import Testing
         for k in 1...3 {
             try h.join(WorkerID("w\(k)"))
             h.core.workerLost(WorkerID("w\(k)"), at: h.time)
-            try h.step()
+            try h.tick(to: h.time + 4)  // its lease (3 s from when it was last heard) and the margin
         }
         #expect(h.outcome("poison") == .failed && h.snapshot("poison").reason == .lostWorker)
         #expect(h.dispatchOrder == ["poison", "poison", "poison"])
@@ -113,7 +116,7 @@ import Testing
         try h.join("w1")
         try h.submit([op("a")])
         h.core.workerLost("w1", at: 0)
-        try h.step()
+        try h.tick(to: 4)
         try h.join("w2")
         #expect(h.held["a"]!.attempt == 2 && h.held["a"]!.worker == "w2")
         // w1 comes back from a network partition and reports attempt 1.
@@ -151,7 +154,7 @@ import Testing
         try h.submit([op("a")])
         try h.start("a")
         h.core.workerLost("w1", at: 3)  // the coordinator gave up on w1; no other worker yet
-        try h.step()
+        try h.tick(to: 4)
         #expect(h.state("a") == .ready)
         h.core.workerJoined("w1", slots: 1, holding: [.init(h.id("a"), attempt: 1)], at: 4)
         try h.step()

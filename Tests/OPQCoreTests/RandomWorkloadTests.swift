@@ -93,7 +93,7 @@ extension WorkloadRun {
                 jobDone[o.job - 1] = false
                 if !o.isBarrier { listed[o.queue, default: []].append(o.id) }
             }
-            if model.isHeld(o) { held[o.worker!, default: []].append(UInt64(o.id)) }
+            if model.isHeld(o), o.fencedUntil == nil { held[o.worker!, default: []].append(UInt64(o.id)) }
             if !o.isBarrier {
                 add(o, to: &queueCounts[o.queue, default: OperationCounts()])
                 add(o, to: &jobCounts[o.job - 1])

@@ -19,14 +19,14 @@ extension ReferenceModel {
         for held in holding where reported[Int(held.operation.rawValue)] == nil {
             reported[Int(held.operation.rawValue)] = held.attempt
         }
-        for i in ops.indices where isHeld(ops[i]) && ops[i].worker == id && reported[ops[i].id] != ops[i].attempt {
+        for i in ops.indices where isHeld(ops[i], by: id) && reported[ops[i].id] != ops[i].attempt {
             requeue(i, lost: true)
         }
         for held in holding {
             let opID = Int(held.operation.rawValue)
             guard isKnown(opID) else { continue }
             let i = opID - 1
-            if isHeld(ops[i]), ops[i].worker == id, ops[i].attempt == held.attempt { continue }
+            if isHeld(ops[i], by: id), ops[i].attempt == held.attempt { continue }
             if ops[i].state == .ready, ops[i].attempt == held.attempt, !ops[i].isEmpty,
                freeSlots(workers[liveWorker(id)!]) > 0, serves(workers[liveWorker(id)!], ops[i].queue) {
                 ops[i].state = .executing  // adopted: the attempt still runs there
@@ -44,13 +44,24 @@ extension ReferenceModel {
         settle()
     }
 
+    /// A worker leaves (its attempts go back at once) or is lost (they stay on it, fenced, until the
+    /// lease margin is over: SEMANTICS §7, leases).
     mutating func remove(_ w: Int, lost: Bool) {
-        let id = workers.remove(at: w).id
-        for i in ops.indices where isHeld(ops[i]) && ops[i].worker == id { requeue(i, lost: lost) }
+        let worker = workers.remove(at: w)
+        let id = worker.id
+        for i in ops.indices where isHeld(ops[i], by: id) {
+            if lost, configuration.leaseMargin > 0 {
+                // Its lease may run until last heard + timeout (it may be lost early: a broken connection).
+                ops[i].fencedUntil = max(now, worker.lastSeen + configuration.workerTimeout) + configuration.leaseMargin
+            } else {
+                requeue(i, lost: lost)
+            }
+        }
     }
 
     /// The attempt of operation `i` is gone with its worker.
     mutating func requeue(_ i: Int, lost: Bool) {
+        ops[i].fencedUntil = nil
         if ops[i].isCancelled { return finish(i, .cancelled) }
         if ops[i].killReason == .timeout { return attemptFailed(i) }
         if lost { ops[i].lostWorkers += 1 }
@@ -65,7 +76,7 @@ extension ReferenceModel {
     }
 
     func current(_ id: Int, attempt: Int, worker: WorkerID) -> Int? {
-        guard isKnown(id), isHeld(op(id)), op(id).attempt == attempt, op(id).worker == worker else { return nil }
+        guard isKnown(id), isHeld(op(id), by: worker), op(id).attempt == attempt else { return nil }
         return id - 1
     }
 
@@ -104,6 +115,8 @@ extension ReferenceModel {
         }
         for i in ops.indices {
             if let at = ops[i].retryAt, at <= now, ops[i].state == .pending { ops[i].retryAt = nil }
+            // The core fires timers by deadline (a timeout before a lease on a tie).
+            if let until = ops[i].fencedUntil, until <= now, until < ops[i].timeoutAt ?? .infinity { requeue(i, lost: true) }
             if let at = ops[i].timeoutAt, at <= now {
                 ops[i].timeoutAt = nil
                 if ops[i].state == .executing, ops[i].killReason == nil {
@@ -111,6 +124,7 @@ extension ReferenceModel {
                     kill(i, .timeout)
                 }
             }
+            if let until = ops[i].fencedUntil, until <= now { requeue(i, lost: true) }
         }
         settle()
     }

@@ -35,6 +35,8 @@ struct ReferenceModel {
         var retryAt: Double?
         /// The timeout of the attempt that started, armed by `started`.
         var timeoutAt: Double?
+        /// Held by a lost worker until its lease has surely run out at this time (then requeued).
+        var fencedUntil: Double?
     }
 
     struct Queue {
@@ -78,7 +80,9 @@ struct ReferenceModel {
     func queue(_ name: String) -> Queue? { queues.first { $0.name == name } }
     func isHeld(_ op: Op) -> Bool { op.state == .dispatched || op.state == .executing }
     func liveWorker(_ id: WorkerID) -> Int? { workers.firstIndex { $0.id == id } }
-    func heldCount(_ worker: WorkerID) -> Int { ops.filter { isHeld($0) && $0.worker == worker }.count }
+    /// Held by the live worker `worker` (not by a lost worker of the same name whose lease runs out).
+    func isHeld(_ op: Op, by worker: WorkerID) -> Bool { isHeld(op) && op.worker == worker && op.fencedUntil == nil }
+    func heldCount(_ worker: WorkerID) -> Int { ops.filter { isHeld($0, by: worker) }.count }
 
     mutating func ensureQueue(_ name: String) -> Int {
         if let q = queues.firstIndex(where: { $0.name == name }) { return q }
@@ -194,7 +198,7 @@ struct ReferenceModel {
             ops[i].isCancelled = true
             if ops[i].killReason == nil {
                 ops[i].killReason = .cancel
-                kill(i, .cancel)
+                if ops[i].fencedUntil == nil { kill(i, .cancel) }  // a lost worker is not told
             }
         }
     }
@@ -316,7 +320,7 @@ struct ReferenceModel {
             var held: [WorkerID: Int] = [:]
             for o in ops where isHeld(o) {
                 active[o.queue, default: 0] += 1
-                held[o.worker!, default: 0] += 1
+                if o.fencedUntil == nil { held[o.worker!, default: 0] += 1 }
             }
             let candidates = ops.indices.filter { i in
                 let q = queue(ops[i].queue)!

@@ -162,7 +162,8 @@ struct WorkloadRun {
             case let .dispatch(id, attempt, worker):
                 let op = Int(id.rawValue)
                 guard let w = model.liveWorker(worker) else { return "dispatch of \(id) to \(worker), which is not live" }
-                let taken = holder.values.filter { $0 == worker }.count
+                // (An attempt fenced on a lost worker of the same name takes none of this worker's slots.)
+                let taken = holder.filter { $0.value == worker && model.op($0.key).fencedUntil == nil }.count
                 if taken >= model.workers[w].slots { return "dispatch of \(id) to \(worker) with no free slot (\(taken) held)" }
                 let queue = model.queue(model.op(op).queue)!
                 let active = holder.keys.filter { model.op($0).queue == queue.name }.count

@@ -33,6 +33,13 @@ final class FakeCoordinator {
     private var lastSent = 0.0
     /// While true, nothing is sent unasked (the coordinator "hangs").
     var isSilent = false
+    /// The latest `lease_request` from each connection, echoed to it like the real coordinator does.
+    private var leaseRequests: [[UInt8]: UInt64] = [:]
+    /// Set: every message echoes this instead (messages that arrive but renew nothing, like ones that
+    /// queued up while the worker was stopped).
+    var frozenEcho: UInt64?
+    /// The latest `lease_request` of the welcomed worker.
+    var latestLeaseRequest: UInt64 { worker.flatMap { leaseRequests[$0] } ?? 0 }
 
     init() throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("opq-agent-\(UUID().uuidString.prefix(8))")
@@ -70,6 +77,7 @@ final class FakeCoordinator {
             let now = MonotonicClock.now()
             if let frames = try router.receiveMultipart(flags: .dontWait) {
                 let (identity, message, raw) = try Frames.decodeRouted(frames, as: Opq_V1_WorkerMessage.self)
+                leaseRequests[identity] = max(leaseRequests[identity] ?? 0, message.leaseRequest)
                 return Received(identity: identity, message: message, raw: raw)
             }
             if now >= deadline { return nil }
@@ -123,6 +131,8 @@ final class FakeCoordinator {
 
     /// Sends `message` to the welcomed worker.
     func send(_ message: Opq_V1_CoordinatorToWorker) throws {
+        var message = message
+        if let worker { message.leaseEcho = frozenEcho ?? leaseRequests[worker] ?? 0 }
         try sendRaw(try Frames.encode(message))
     }
 

@@ -20,7 +20,8 @@ struct WorkerAgentTests {
         defer { harness.stopNow() }
 
         let received = try #require(try coordinator.register())
-        #expect(received.identity == Array("agent-register".utf8))
+        #expect(received.identity != Array("agent-register".utf8), "a random routing id per connection, not the name")
+        #expect(received.identity.count == 16)
         let register = try #require(received.register)
         #expect(register.protocolVersion == 1)
         #expect(register.workerName == "agent-register")

@@ -7,6 +7,7 @@
 #define OPQ_SPAWN_H
 
 #include <sys/types.h>
+#include "opq_lease.h"  // the lease watchdog (included here so module caches notice the new header)
 
 typedef struct {
     const char *path;          // The executable, already resolved (no PATH search here).

@@ -471,6 +471,9 @@ public nonisolated enum Opq_V1_ErrorCode: SwiftProtobuf.Enum, Swift.CaseIterable
   /// The coordinator failed (e.g. the journal); retry later.
   case `internal` // = 3
 
+  /// A live session holds this worker name (Disconnect.retry_after_seconds).
+  case workerNameInUse // = 30
+
   /// Submission errors (SEMANTICS §9); `index`/`name` point at the operation.
   case emptySubmission // = 10
 
@@ -518,6 +521,7 @@ public nonisolated enum Opq_V1_ErrorCode: SwiftProtobuf.Enum, Swift.CaseIterable
     case 20: self = .unknownOperation
     case 21: self = .unknownJob
     case 22: self = .unknownQueue
+    case 30: self = .workerNameInUse
     default: self = .UNRECOGNIZED(rawValue)
     }
   }
@@ -537,6 +541,7 @@ public nonisolated enum Opq_V1_ErrorCode: SwiftProtobuf.Enum, Swift.CaseIterable
     case .unknownOperation: return 20
     case .unknownJob: return 21
     case .unknownQueue: return 22
+    case .workerNameInUse: return 30
     case .UNRECOGNIZED(let i): return i
     }
   }
@@ -547,6 +552,7 @@ public nonisolated enum Opq_V1_ErrorCode: SwiftProtobuf.Enum, Swift.CaseIterable
     .malformedMessage,
     .unsupportedProtocol,
     .internal,
+    .workerNameInUse,
     .emptySubmission,
     .duplicateName,
     .unknownDependency,
@@ -853,7 +859,9 @@ public nonisolated struct Opq_V1_All: Sendable {
   public init() {}
 }
 
-/// Everything a worker sends, on its DEALER socket (routing id = worker name).
+/// Everything a worker sends, on its DEALER socket. The routing id is a fresh random one per connection
+/// (not the worker's name): a registration binds it to the worker's session, and the coordinator takes a
+/// message from that connection as the session's, and from no other (SEMANTICS §12).
 public nonisolated struct Opq_V1_WorkerMessage: Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
@@ -871,7 +879,7 @@ public nonisolated struct Opq_V1_WorkerMessage: Sendable {
     set {body = .register(newValue)}
   }
 
-  /// Sent when nothing else was sent for one heartbeat interval.
+  /// Sent every heartbeat interval; the coordinator answers it at once.
   public var heartbeat: Opq_V1_Heartbeat {
     get {
       if case .heartbeat(let v)? = body {return v}
@@ -898,13 +906,20 @@ public nonisolated struct Opq_V1_WorkerMessage: Sendable {
     set {body = .goodbye(newValue)}
   }
 
+  /// The worker's own monotonic clock, in microseconds, when it sent this message; opaque to the
+  /// coordinator, which echoes the latest one it received in CoordinatorToWorker.lease_echo. The worker's
+  /// lease runs until (the echoed time + liveness × interval): the coordinator heard from it at or after
+  /// the echoed time, so the lease never outlives the coordinator's own "last heard + liveness" (leases,
+  /// SEMANTICS §7). 0 = none.
+  public var leaseRequest: UInt64 = 0
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   /// Required.
   public nonisolated enum OneOf_Body: Equatable, Sendable {
     /// First message after every (re)connect.
     case register(Opq_V1_Register)
-    /// Sent when nothing else was sent for one heartbeat interval.
+    /// Sent every heartbeat interval; the coordinator answers it at once.
     case heartbeat(Opq_V1_Heartbeat)
     /// Started / Finished / Progress reports, in the order they happened.
     case reports(Opq_V1_Reports)
@@ -925,7 +940,7 @@ public nonisolated struct Opq_V1_Register: Sendable {
   /// Must be 1.
   public var protocolVersion: UInt32 = 0
 
-  /// Stable, unique; equals the socket's routing id. Non-empty.
+  /// Stable, unique among live workers. Non-empty.
   public var workerName: String = String()
 
   /// Local maxConcurrentOperationCount; ≥ 0 (0 = takes nothing for now).
@@ -955,6 +970,11 @@ public nonisolated struct Opq_V1_Register: Sendable {
 
   /// Process id, for listings.
   public var pid: UInt32 = 0
+
+  /// The session secret of the last Welcome, when re-registering on a new connection: proves this is the
+  /// same session, which then keeps its attempts. Empty on a first registration. (With CURVE the
+  /// worker's key will do this.)
+  public var sessionSecret: Data = Data()
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
@@ -1197,6 +1217,10 @@ public nonisolated struct Opq_V1_CoordinatorToWorker: Sendable {
   /// re-registers (with a restarted coordinator, say), so a finish is never lost to a crash.
   public var reportsDurable: UInt64 = 0
 
+  /// The latest WorkerMessage.lease_request of this session the coordinator has received; 0 when the
+  /// message is not for a registered session (a Disconnect after the worker was declared lost).
+  public var leaseEcho: UInt64 = 0
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   /// Required.
@@ -1232,6 +1256,12 @@ public nonisolated struct Opq_V1_Welcome: Sendable {
 
   /// Identifies the coordinator instance (changes on restart), for logs.
   public var coordinatorID: String = String()
+
+  /// Random; sent back in Register.session_secret to re-register this session.
+  public var sessionSecret: Data = Data()
+
+  /// How long after declaring the worker lost its attempts go back (for logs).
+  public var leaseMarginSeconds: Double = 0
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
@@ -1381,6 +1411,10 @@ public nonisolated struct Opq_V1_Disconnect: Sendable {
 
   /// Machine-readable cause (MALFORMED_MESSAGE, UNSUPPORTED_PROTOCOL, …).
   public var code: Opq_V1_ErrorCode = .unspecified
+
+  /// WORKER_NAME_IN_USE: the longest the other session can still live if it is gone (its last heartbeat
+  /// + liveness + lease margin); a restarted worker retries once after it, a true duplicate then exits.
+  public var retryAfterSeconds: Double = 0
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
@@ -3133,7 +3167,7 @@ nonisolated extension Opq_V1_KillReason: SwiftProtobuf._ProtoNameProviding {
 }
 
 nonisolated extension Opq_V1_ErrorCode: SwiftProtobuf._ProtoNameProviding {
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0ERROR_CODE_UNSPECIFIED\0\u{1}ERROR_CODE_MALFORMED_MESSAGE\0\u{1}ERROR_CODE_UNSUPPORTED_PROTOCOL\0\u{1}ERROR_CODE_INTERNAL\0\u{2}\u{7}ERROR_CODE_EMPTY_SUBMISSION\0\u{1}ERROR_CODE_DUPLICATE_NAME\0\u{1}ERROR_CODE_UNKNOWN_DEPENDENCY\0\u{1}ERROR_CODE_CYCLE\0\u{1}ERROR_CODE_INVALID_MAX_CONCURRENT\0\u{1}ERROR_CODE_INVALID_FIELD\0\u{2}\u{5}ERROR_CODE_UNKNOWN_OPERATION\0\u{1}ERROR_CODE_UNKNOWN_JOB\0\u{1}ERROR_CODE_UNKNOWN_QUEUE\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0ERROR_CODE_UNSPECIFIED\0\u{1}ERROR_CODE_MALFORMED_MESSAGE\0\u{1}ERROR_CODE_UNSUPPORTED_PROTOCOL\0\u{1}ERROR_CODE_INTERNAL\0\u{2}\u{7}ERROR_CODE_EMPTY_SUBMISSION\0\u{1}ERROR_CODE_DUPLICATE_NAME\0\u{1}ERROR_CODE_UNKNOWN_DEPENDENCY\0\u{1}ERROR_CODE_CYCLE\0\u{1}ERROR_CODE_INVALID_MAX_CONCURRENT\0\u{1}ERROR_CODE_INVALID_FIELD\0\u{2}\u{5}ERROR_CODE_UNKNOWN_OPERATION\0\u{1}ERROR_CODE_UNKNOWN_JOB\0\u{1}ERROR_CODE_UNKNOWN_QUEUE\0\u{2}\u{8}ERROR_CODE_WORKER_NAME_IN_USE\0")
 }
 
 nonisolated extension Opq_V1_BlockerKind: SwiftProtobuf._ProtoNameProviding {
@@ -3530,7 +3564,7 @@ nonisolated extension Opq_V1_All: SwiftProtobuf.Message, SwiftProtobuf._MessageI
 
 nonisolated extension Opq_V1_WorkerMessage: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".WorkerMessage"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}register\0\u{1}heartbeat\0\u{1}reports\0\u{1}goodbye\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}register\0\u{1}heartbeat\0\u{1}reports\0\u{1}goodbye\0\u{4}\u{6}lease_request\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -3590,6 +3624,7 @@ nonisolated extension Opq_V1_WorkerMessage: SwiftProtobuf.Message, SwiftProtobuf
           self.body = .goodbye(v)
         }
       }()
+      case 10: try { try decoder.decodeSingularUInt64Field(value: &self.leaseRequest) }()
       default: break
       }
     }
@@ -3619,11 +3654,15 @@ nonisolated extension Opq_V1_WorkerMessage: SwiftProtobuf.Message, SwiftProtobuf
     }()
     case nil: break
     }
+    if self.leaseRequest != 0 {
+      try visitor.visitSingularUInt64Field(value: self.leaseRequest, fieldNumber: 10)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
   public static func ==(lhs: Opq_V1_WorkerMessage, rhs: Opq_V1_WorkerMessage) -> Bool {
     if lhs.body != rhs.body {return false}
+    if lhs.leaseRequest != rhs.leaseRequest {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -3631,7 +3670,7 @@ nonisolated extension Opq_V1_WorkerMessage: SwiftProtobuf.Message, SwiftProtobuf
 
 nonisolated extension Opq_V1_Register: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".Register"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}protocol_version\0\u{3}worker_name\0\u{1}slots\0\u{3}queue_filter\0\u{1}labels\0\u{1}held\0\u{1}handlers\0\u{1}host\0\u{1}pid\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}protocol_version\0\u{3}worker_name\0\u{1}slots\0\u{3}queue_filter\0\u{1}labels\0\u{1}held\0\u{1}handlers\0\u{1}host\0\u{1}pid\0\u{3}session_secret\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -3648,6 +3687,7 @@ nonisolated extension Opq_V1_Register: SwiftProtobuf.Message, SwiftProtobuf._Mes
       case 7: try { try decoder.decodeRepeatedStringField(value: &self.handlers) }()
       case 8: try { try decoder.decodeSingularStringField(value: &self.host) }()
       case 9: try { try decoder.decodeSingularUInt32Field(value: &self.pid) }()
+      case 10: try { try decoder.decodeSingularBytesField(value: &self.sessionSecret) }()
       default: break
       }
     }
@@ -3685,6 +3725,9 @@ nonisolated extension Opq_V1_Register: SwiftProtobuf.Message, SwiftProtobuf._Mes
     if self.pid != 0 {
       try visitor.visitSingularUInt32Field(value: self.pid, fieldNumber: 9)
     }
+    if !self.sessionSecret.isEmpty {
+      try visitor.visitSingularBytesField(value: self.sessionSecret, fieldNumber: 10)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -3698,6 +3741,7 @@ nonisolated extension Opq_V1_Register: SwiftProtobuf.Message, SwiftProtobuf._Mes
     if lhs.handlers != rhs.handlers {return false}
     if lhs.host != rhs.host {return false}
     if lhs.pid != rhs.pid {return false}
+    if lhs.sessionSecret != rhs.sessionSecret {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -3987,7 +4031,7 @@ nonisolated extension Opq_V1_Goodbye: SwiftProtobuf.Message, SwiftProtobuf._Mess
 
 nonisolated extension Opq_V1_CoordinatorToWorker: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".CoordinatorToWorker"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}welcome\0\u{1}heartbeat\0\u{1}orders\0\u{1}disconnect\0\u{4}\u{6}reports_durable\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}welcome\0\u{1}heartbeat\0\u{1}orders\0\u{1}disconnect\0\u{4}\u{6}reports_durable\0\u{3}lease_echo\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -4048,6 +4092,7 @@ nonisolated extension Opq_V1_CoordinatorToWorker: SwiftProtobuf.Message, SwiftPr
         }
       }()
       case 10: try { try decoder.decodeSingularUInt64Field(value: &self.reportsDurable) }()
+      case 11: try { try decoder.decodeSingularUInt64Field(value: &self.leaseEcho) }()
       default: break
       }
     }
@@ -4080,12 +4125,16 @@ nonisolated extension Opq_V1_CoordinatorToWorker: SwiftProtobuf.Message, SwiftPr
     if self.reportsDurable != 0 {
       try visitor.visitSingularUInt64Field(value: self.reportsDurable, fieldNumber: 10)
     }
+    if self.leaseEcho != 0 {
+      try visitor.visitSingularUInt64Field(value: self.leaseEcho, fieldNumber: 11)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
   public static func ==(lhs: Opq_V1_CoordinatorToWorker, rhs: Opq_V1_CoordinatorToWorker) -> Bool {
     if lhs.body != rhs.body {return false}
     if lhs.reportsDurable != rhs.reportsDurable {return false}
+    if lhs.leaseEcho != rhs.leaseEcho {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -4093,7 +4142,7 @@ nonisolated extension Opq_V1_CoordinatorToWorker: SwiftProtobuf.Message, SwiftPr
 
 nonisolated extension Opq_V1_Welcome: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".Welcome"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}protocol_version\0\u{3}heartbeat_interval_seconds\0\u{1}liveness\0\u{3}coordinator_id\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}protocol_version\0\u{3}heartbeat_interval_seconds\0\u{1}liveness\0\u{3}coordinator_id\0\u{3}session_secret\0\u{3}lease_margin_seconds\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -4105,6 +4154,8 @@ nonisolated extension Opq_V1_Welcome: SwiftProtobuf.Message, SwiftProtobuf._Mess
       case 2: try { try decoder.decodeSingularDoubleField(value: &self.heartbeatIntervalSeconds) }()
       case 3: try { try decoder.decodeSingularUInt32Field(value: &self.liveness) }()
       case 4: try { try decoder.decodeSingularStringField(value: &self.coordinatorID) }()
+      case 5: try { try decoder.decodeSingularBytesField(value: &self.sessionSecret) }()
+      case 6: try { try decoder.decodeSingularDoubleField(value: &self.leaseMarginSeconds) }()
       default: break
       }
     }
@@ -4123,6 +4174,12 @@ nonisolated extension Opq_V1_Welcome: SwiftProtobuf.Message, SwiftProtobuf._Mess
     if !self.coordinatorID.isEmpty {
       try visitor.visitSingularStringField(value: self.coordinatorID, fieldNumber: 4)
     }
+    if !self.sessionSecret.isEmpty {
+      try visitor.visitSingularBytesField(value: self.sessionSecret, fieldNumber: 5)
+    }
+    if self.leaseMarginSeconds.bitPattern != 0 {
+      try visitor.visitSingularDoubleField(value: self.leaseMarginSeconds, fieldNumber: 6)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -4131,6 +4188,8 @@ nonisolated extension Opq_V1_Welcome: SwiftProtobuf.Message, SwiftProtobuf._Mess
     if lhs.heartbeatIntervalSeconds != rhs.heartbeatIntervalSeconds {return false}
     if lhs.liveness != rhs.liveness {return false}
     if lhs.coordinatorID != rhs.coordinatorID {return false}
+    if lhs.sessionSecret != rhs.sessionSecret {return false}
+    if lhs.leaseMarginSeconds != rhs.leaseMarginSeconds {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -4354,7 +4413,7 @@ nonisolated extension Opq_V1_Kill: SwiftProtobuf.Message, SwiftProtobuf._Message
 
 nonisolated extension Opq_V1_Disconnect: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".Disconnect"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}reason\0\u{1}code\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}reason\0\u{1}code\0\u{3}retry_after_seconds\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -4364,6 +4423,7 @@ nonisolated extension Opq_V1_Disconnect: SwiftProtobuf.Message, SwiftProtobuf._M
       switch fieldNumber {
       case 1: try { try decoder.decodeSingularStringField(value: &self.reason) }()
       case 2: try { try decoder.decodeSingularEnumField(value: &self.code) }()
+      case 3: try { try decoder.decodeSingularDoubleField(value: &self.retryAfterSeconds) }()
       default: break
       }
     }
@@ -4376,12 +4436,16 @@ nonisolated extension Opq_V1_Disconnect: SwiftProtobuf.Message, SwiftProtobuf._M
     if self.code != .unspecified {
       try visitor.visitSingularEnumField(value: self.code, fieldNumber: 2)
     }
+    if self.retryAfterSeconds.bitPattern != 0 {
+      try visitor.visitSingularDoubleField(value: self.retryAfterSeconds, fieldNumber: 3)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
   public static func ==(lhs: Opq_V1_Disconnect, rhs: Opq_V1_Disconnect) -> Bool {
     if lhs.reason != rhs.reason {return false}
     if lhs.code != rhs.code {return false}
+    if lhs.retryAfterSeconds != rhs.retryAfterSeconds {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
