@@ -4,12 +4,14 @@ import Foundation
 import Logging
 import OPQCoordinator
 import OPQJournal
+import OPQVersion
 
 /// `opq-coordinator`: holds the dependency graph and the queues, and dispatches to workers.
 @main
 struct OPQCoordinatorCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "opq-coordinator",
+        version: OPQVersion.line,
         abstract: "Hold opq's dependency graph and priority queues; dispatch ready operations to workers.",
         discussion: """
             Workers (opq-worker) connect to the workers endpoint; the opq command line and OPQClient programs \

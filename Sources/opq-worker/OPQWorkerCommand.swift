@@ -3,12 +3,14 @@ import Dispatch
 import Foundation
 import Logging
 import OPQWorker
+import OPQVersion
 
 /// `opq-worker`: runs operations for a coordinator: the public `Worker` API with the built-in handlers.
 @main
 struct OPQWorkerCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "opq-worker",
+        version: OPQVersion.line,
         abstract: "Run opq operations (commands and handlers) for an opq-coordinator.",
         discussion: """
             The worker connects to the coordinator's worker endpoint, offers SLOTS concurrent slots and \

@@ -1,11 +1,13 @@
 import ArgumentParser
 import Foundation
+import OPQVersion
 
 /// `opq`: run and manage Operation/OperationQueue work across processes and machines.
 @main
 struct OPQCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "opq",
+        version: OPQVersion.line,
         abstract: "Run job files of dependent operations on opq workers, locally or on a running cluster.",
         discussion: """
             A job file (YAML or JSON, see docs/job-files.md) lists operations — commands, shell lines, handlers — with dependencies, priorities and queues, like Foundation's OperationQueue.
