@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs what a fresh Debian machine lacks to build opq: pkg-config, libzmq (libzmq3-dev) and SQLite
-# (libsqlite3-dev).
+# (libsqlite3-dev). `scripts/bootstrap.sh --deploy` also installs what the deploy tests need.
 # Swift itself must already be installed. Safe to run again: it installs only what is missing.
 set -euo pipefail
 
@@ -12,6 +12,14 @@ fi
 # SQLite for the coordinator's journal (GRDB links the system library).
 if ! command -v pkg-config >/dev/null 2>&1 || ! pkg-config --exists sqlite3; then
     missing+=(libsqlite3-dev)
+fi
+# `--deploy`: also what the deploy tests need (scripts/test.sh's deploy phases): Slurm and munge for
+# the single-node Slurm, systemd-analyze for the units, man for the man pages they name.
+if [ "${1:-}" = "--deploy" ]; then
+    command -v slurmctld >/dev/null 2>&1 && command -v slurmd >/dev/null 2>&1 || missing+=(slurm-wlm)
+    command -v munged >/dev/null 2>&1 || missing+=(munge)
+    command -v systemd-analyze >/dev/null 2>&1 || missing+=(systemd)
+    command -v man >/dev/null 2>&1 || missing+=(man-db)
 fi
 if [ ${#missing[@]} -gt 0 ]; then
     echo "bootstrap: installing ${missing[*]}" >&2
