@@ -11,7 +11,6 @@ import OPQVersion
 struct OPQCoordinatorCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "opq-coordinator",
-        version: OPQVersion.line,
         abstract: "Hold opq's dependency graph and priority queues; dispatch ready operations to workers.",
         discussion: """
             Workers (opq-worker) connect to the workers endpoint; the opq command line and OPQClient programs \
@@ -33,7 +32,8 @@ struct OPQCoordinatorCommand: ParsableCommand {
             start); a damaged or unreadable journal is an error (exit status 2), never a silent fresh start.
               opq-coordinator --state /var/lib/opq            # default: $XDG_STATE_HOME/opq, else ~/.local/state/opq
               opq-coordinator --fsync always                  # also survive power loss (slower commits)
-            """)
+            """,
+        version: OPQVersion.line)
 
     @Option(help: "Endpoint workers connect to (tcp://127.0.0.1:PORT or ipc://PATH).")
     var workersEndpoint = "tcp://127.0.0.1:\(CoordinatorConfiguration.defaultWorkersPort)"

@@ -10,7 +10,6 @@ import OPQVersion
 struct OPQWorkerCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "opq-worker",
-        version: OPQVersion.line,
         abstract: "Run opq operations (commands and handlers) for an opq-coordinator.",
         discussion: """
             The worker connects to the coordinator's worker endpoint, offers SLOTS concurrent slots and \
@@ -27,7 +26,8 @@ struct OPQWorkerCommand: ParsableCommand {
             SIGINT or SIGTERM stops gracefully: no new work is taken, running operations finish and are \
             reported, then the worker says goodbye. A second signal stops at once: running commands are \
             killed and their operations handed back to the coordinator to run elsewhere.
-            """)
+            """,
+        version: OPQVersion.line)
 
     @Option(help: ArgumentHelp("The coordinator's worker endpoint (environment: OPQ_WORKER_ENDPOINT).", valueName: "endpoint"))
     var coordinator = ProcessInfo.processInfo.environment["OPQ_WORKER_ENDPOINT"] ?? WorkerConfiguration.defaultCoordinator

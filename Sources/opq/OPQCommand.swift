@@ -7,7 +7,6 @@ import OPQVersion
 struct OPQCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "opq",
-        version: OPQVersion.line,
         abstract: "Run job files of dependent operations on opq workers, locally or on a running cluster.",
         discussion: """
             A job file (YAML or JSON, see docs/job-files.md) lists operations — commands, shell lines, handlers — with dependencies, priorities and queues, like Foundation's OperationQueue.
@@ -36,6 +35,7 @@ struct OPQCommand: ParsableCommand {
               3  cannot reach the coordinator
               130  interrupted (Ctrl-C); opq run cancels the job first
             """,
+        version: OPQVersion.line,
         subcommands: [RunCommand.self, SubmitCommand.self, AddCommand.self, MapCommand.self, WatchCommand.self, WaitCommand.self, StatusCommand.self, ListCommand.self, ShowCommand.self,
                       LogsCommand.self, CancelCommand.self, SuspendCommand.self, ResumeCommand.self, QueueCommand.self,
                       PriorityCommand.self, WorkersCommand.self,
