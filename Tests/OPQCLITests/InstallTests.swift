@@ -63,7 +63,7 @@ import Testing
             """)
         let run = try Self.withoutToolchain([prefix + "/bin/opq", "run", job, "--workers", "1"], in: scratch)
         #expect(run.finish(within: 120) == 0, "\(run.stdout)\n\(run.stderr)")
-        #expect(run.stdout.contains("succeeded 2, failed 0"), run.stdout)
+        #expect(run.stdout.contains("succeeded 2, failed 0"), "\(run.stdout)")
         #expect((try? String(contentsOfFile: output, encoding: .utf8)) == "hello\n")
     }
 

@@ -155,10 +155,10 @@ import Testing
         let array = try workers(2)
         let first = try submitJob(["a", "b"])
         defer { first.watch.stop() }
-        #expect(first.watch.waitForOutput("started   a (op-1) on slurm-\(array)_", within: 60), first.watch.stdout)
-        #expect(first.watch.waitForOutput("started   b (op-2) on slurm-\(array)_", within: 60), first.watch.stdout)
+        #expect(first.watch.waitForOutput("started   a (op-1) on slurm-\(array)_", within: 60), "\(first.watch.stdout)")
+        #expect(first.watch.waitForOutput("started   b (op-2) on slurm-\(array)_", within: 60), "\(first.watch.stdout)")
         let listed = try slurm.run(Executables.path("opq"), ["workers"]).output
-        #expect(listed.contains("slurm-\(array)_1") && listed.contains("slurm-\(array)_2"), listed)
+        #expect(listed.contains("slurm-\(array)_1") && listed.contains("slurm-\(array)_2"), "\(listed)")
 
         // Walltime's signal (--signal=B:TERM@60 sends it to the batch shell, which is opq-worker) = this
         // scancel: the worker takes no new work, lets its operation finish, says goodbye; its job ends.
@@ -172,14 +172,14 @@ import Testing
         // A second TERM hands the running operation back at once; another worker job runs it.
         let second = try submitJob(["c"])
         defer { second.watch.stop() }
-        #expect(second.watch.waitForOutput("started   c (op-3) on slurm-\(array)_2", within: 60), second.watch.stdout)
+        #expect(second.watch.waitForOutput("started   c (op-3) on slurm-\(array)_2", within: 60), "\(second.watch.stdout)")
         let spare = try workers(1)
         let workerLog = try Run("/usr/bin/tail", ["-F", "-n", "+1", slurm.scratch.path("worker-\(array)_2.out")], in: slurm.scratch)
         defer { workerLog.stop() }
         try slurm.run("/usr/bin/scancel", ["--batch", "--signal=TERM", "\(array)_2"])
-        #expect(workerLog.waitForOutput("stopping: taking no new work", within: 30), workerLog.stdout)
+        #expect(workerLog.waitForOutput("stopping: taking no new work", within: 30), "\(workerLog.stdout)")
         try slurm.run("/usr/bin/scancel", ["--batch", "--signal=TERM", "\(array)_2"])
-        #expect(second.watch.waitForOutput("started   c (op-3) on slurm-\(spare)_1", within: 60), second.watch.stdout)
+        #expect(second.watch.waitForOutput("started   c (op-3) on slurm-\(spare)_1", within: 60), "\(second.watch.stdout)")
         #expect(try slurm.run(Executables.path("opq"), ["wait", second.job], within: 60).status == 0)
         #expect(lines("c") == ["start", "start", "end"], "handed back: stopped once, then run to its end elsewhere")
         #expect(try attempts("op-3") == 2)
@@ -187,10 +187,10 @@ import Testing
         // A worker job killed mid-operation: the coordinator finds the worker lost and requeues the operation.
         let third = try submitJob(["d"])
         defer { third.watch.stop() }
-        #expect(third.watch.waitForOutput("started   d (op-4) on slurm-\(spare)_1", within: 60), third.watch.stdout)
+        #expect(third.watch.waitForOutput("started   d (op-4) on slurm-\(spare)_1", within: 60), "\(third.watch.stdout)")
         let last = try workers(1)
         try slurm.run("/usr/bin/scancel", ["--signal=KILL", "--full", "\(spare)_1"])
-        #expect(third.watch.waitForOutput("started   d (op-4) on slurm-\(last)_1", within: 60), third.watch.stdout)
+        #expect(third.watch.waitForOutput("started   d (op-4) on slurm-\(last)_1", within: 60), "\(third.watch.stdout)")
         #expect(try slurm.run(Executables.path("opq"), ["wait", third.job], within: 60).status == 0)
         #expect(lines("d") == ["start", "start", "end"], "the killed attempt never finished; the requeued one did")
     }

@@ -1,4 +1,5 @@
 import Foundation
+import OPQClient
 import OPQWire
 import Testing
 import ZeroMQ
