@@ -184,12 +184,15 @@ import Testing
         #expect(lines("c") == ["start", "start", "end"], "handed back: stopped once, then run to its end elsewhere")
         #expect(try attempts("op-3") == 2)
 
-        // A worker job killed mid-operation: the coordinator finds the worker lost and requeues the operation.
+        // A worker killed mid-operation (SIGKILL to the batch shell, which is opq-worker; its commands die
+        // with it by their parent-death signal): the coordinator finds the worker lost and requeues the
+        // operation. (A plain `scancel`, even with --signal=KILL, cancels the job: Slurm sends SIGTERM to
+        // every process first, the commands too, and their operations end failed — see README.)
         let third = try submitJob(["d"])
         defer { third.watch.stop() }
         #expect(third.watch.waitForOutput("started   d (op-4) on slurm-\(spare)_1", within: 60), "\(third.watch.stdout)")
         let last = try workers(1)
-        try slurm.run("/usr/bin/scancel", ["--signal=KILL", "--full", "\(spare)_1"])
+        try slurm.run("/usr/bin/scancel", ["--batch", "--signal=KILL", "\(spare)_1"])
         #expect(third.watch.waitForOutput("started   d (op-4) on slurm-\(last)_1", within: 60), "\(third.watch.stdout)")
         #expect(try slurm.run(Executables.path("opq"), ["wait", third.job], within: 60).status == 0)
         #expect(lines("d") == ["start", "start", "end"], "the killed attempt never finished; the requeued one did")
