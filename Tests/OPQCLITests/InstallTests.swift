@@ -14,7 +14,10 @@ import Testing
     static let prefix: Result<String, any Error> = Result {
         if let prefix = ProcessInfo.processInfo.environment["OPQ_INSTALL_PREFIX"] { return prefix }
         let scratch = try Scratch()
-        let install = try Run(Executables.repository.path + "/scripts/install.sh", ["--prefix", scratch.path("prefix")], in: scratch)
+        // Its own build directory: `swift test` holds .build's lock while it runs.
+        let install = try Run(Executables.repository.path + "/scripts/install.sh",
+                              ["--prefix", scratch.path("prefix"), "--scratch-path", Executables.repository.path + "/.build/install"],
+                              in: scratch)
         guard install.finish(within: 3_600) == 0 else { throw InstallError("install.sh failed: \(install.stderr)") }
         return scratch.path("prefix")
     }
