@@ -81,7 +81,7 @@ import Testing
             let zsh = try String(contentsOfFile: "\(prefix)/share/zsh/site-functions/_\(product)", encoding: .utf8)
             #expect(zsh.hasPrefix("#compdef \(product)"), "\(zsh.prefix(80))")
             let fish = try String(contentsOfFile: "\(prefix)/share/fish/vendor_completions.d/\(product).fish", encoding: .utf8)
-            #expect(fish.contains("complete -c \(product)"))
+            #expect(fish.contains("complete -c '\(product)'"))
         }
         let opq = try String(contentsOfFile: "\(prefix)/share/bash-completion/completions/opq", encoding: .utf8)
         #expect(opq.contains("submit") && opq.contains("workers"), "subcommands complete")
