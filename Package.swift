@@ -51,6 +51,10 @@ let package = Package(
             exclude: ["opq.proto"]
         ),
         .target(name: "COPQSpawn"),
+        // The version every executable prints (--version); the git revision comes in as a C macro from
+        // scripts/install.sh, so a plain `swift build` needs no generated file.
+        .target(name: "COPQBuildInfo"),
+        .target(name: "OPQVersion", dependencies: ["COPQBuildInfo", "OPQWire"]),
         .target(name: "OPQSpawn", dependencies: ["COPQSpawn"]),
         .target(
             name: "OPQWorker",
@@ -86,14 +90,14 @@ let package = Package(
         .executableTarget(
             name: "opq",
             dependencies: [
-                "OPQJobFile", "OPQClient", "OPQCore", "OPQWire", "OPQSpawn",
+                "OPQJobFile", "OPQClient", "OPQCore", "OPQWire", "OPQSpawn", "OPQVersion",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
         .executableTarget(
             name: "opq-coordinator",
             dependencies: [
-                "OPQCoordinator", "OPQCore", "OPQJournal",
+                "OPQCoordinator", "OPQCore", "OPQJournal", "OPQVersion",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -101,7 +105,7 @@ let package = Package(
         .executableTarget(
             name: "opq-worker",
             dependencies: [
-                "OPQWorker", "OPQCore", "ZeroMQ",
+                "OPQWorker", "OPQCore", "OPQVersion", "ZeroMQ",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]

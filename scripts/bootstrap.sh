@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Installs what a fresh Debian machine lacks to build and test opq: pkg-config, libzmq (libzmq3-dev),
-# SQLite (libsqlite3-dev) and GNU parallel (the tests' reference for opq map).
+# Installs what a fresh Debian machine lacks to build opq: pkg-config, libzmq (libzmq3-dev) and SQLite
+# (libsqlite3-dev). `scripts/bootstrap.sh --tests` (what scripts/test.sh runs) also installs what the
+# tests start for real: GNU parallel (the reference for opq map), and for the deploy tests Slurm and
+# munge (a single-node Slurm), systemd-analyze (the units) and man (the man pages).
 # Swift itself must already be installed. Safe to run again: it installs only what is missing.
 set -euo pipefail
 
@@ -13,10 +15,14 @@ fi
 if ! command -v pkg-config >/dev/null 2>&1 || ! pkg-config --exists sqlite3; then
     missing+=(libsqlite3-dev)
 fi
-# GNU parallel: the reference the opq map tests compare placeholders against (Tests/OPQCLITests/
-# ParallelComparisonTests.swift). moreutils ships another `parallel`; only GNU's will do.
-if ! parallel --version 2>/dev/null | grep -q '^GNU parallel'; then
-    missing+=(parallel)
+if [ "${1:-}" = "--tests" ] || [ "${1:-}" = "--deploy" ]; then
+    # GNU parallel: the reference the opq map tests compare placeholders against (Tests/OPQCLITests/
+    # ParallelComparisonTests.swift). moreutils ships another `parallel`; only GNU's will do.
+    parallel --version 2>/dev/null | grep -q '^GNU parallel' || missing+=(parallel)
+    command -v slurmctld >/dev/null 2>&1 && command -v slurmd >/dev/null 2>&1 || missing+=(slurm-wlm)
+    command -v munged >/dev/null 2>&1 || missing+=(munge)
+    command -v systemd-analyze >/dev/null 2>&1 || missing+=(systemd)
+    command -v man >/dev/null 2>&1 || missing+=(man-db)
 fi
 if [ ${#missing[@]} -gt 0 ]; then
     echo "bootstrap: installing ${missing[*]}" >&2

@@ -50,6 +50,10 @@ public enum WireError: Error, Hashable, Sendable, CustomStringConvertible {
             return "empty message: expected the frames [\"OPQ/1\"] [protobuf message] [raw frames…]"
         case .badSignature(let found):
             let text = String(decoding: found.prefix(16), as: UTF8.self)
+            if text.hasPrefix("OPQ/"), let version = UInt32(text.dropFirst(4)) {  // an opq of another version
+                return "opq protocol version \(version) is not supported (this side speaks \(WireLimits.protocolVersion)): " +
+                    "first frame \(text.debugDescription), expected \"OPQ/\(WireLimits.protocolVersion)\"; use the same opq release on both sides"
+            }
             return "not an opq message: first frame is \(found.count) bytes \(text.debugDescription), expected \"OPQ/1\""
         case .missingMessage:
             return "message has the signature frame but no protobuf frame after it"

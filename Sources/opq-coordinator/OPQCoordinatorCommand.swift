@@ -5,6 +5,7 @@ import Logging
 import OPQCoordinator
 import OPQCore
 import OPQJournal
+import OPQVersion
 
 #if canImport(Glibc)
 import Glibc
@@ -49,7 +50,8 @@ struct OPQCoordinatorCommand: ParsableCommand {
             once there is room.
               opq-coordinator --state /var/lib/opq            # default: $XDG_STATE_HOME/opq, else ~/.local/state/opq
               opq-coordinator --fsync always                  # also survive power loss (slower commits)
-            """)
+            """,
+        version: OPQVersion.line)
 
     @Option(help: ArgumentHelp(
         "Endpoint workers connect to: tcp://HOST:PORT on a loopback address (127.0.0.1, [::1], localhost; PORT * = any free port) or ipc://PATH. Default: tcp://127.0.0.1:\(CoordinatorConfiguration.defaultWorkersPort).",

@@ -4,6 +4,7 @@ import Foundation
 import Logging
 import OPQCore
 import OPQWorker
+import OPQVersion
 import ZeroMQ
 
 /// `opq-worker`: runs operations for a coordinator: the public `Worker` API with the built-in handlers.
@@ -27,7 +28,8 @@ struct OPQWorkerCommand: ParsableCommand {
             SIGINT or SIGTERM stops gracefully: no new work is taken, running operations finish and are \
             reported, then the worker says goodbye. A second signal stops at once: running commands are \
             killed and their operations handed back to the coordinator to run elsewhere.
-            """)
+            """,
+        version: OPQVersion.line)
 
     @Option(help: ArgumentHelp("The coordinator's worker endpoint (environment: OPQ_WORKER_ENDPOINT).", valueName: "endpoint"))
     var coordinator = ProcessInfo.processInfo.environment["OPQ_WORKER_ENDPOINT"] ?? WorkerConfiguration.defaultCoordinator

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import OPQVersion
 
 /// `opq`: run and manage Operation/OperationQueue work across processes and machines.
 @main
@@ -34,6 +35,7 @@ struct OPQCommand: ParsableCommand {
               3  cannot reach the coordinator, or it cannot accept changes now (its state disk is full); retry later
               130  interrupted (Ctrl-C); opq run cancels the job first
             """,
+        version: OPQVersion.line,
         subcommands: [RunCommand.self, SubmitCommand.self, AddCommand.self, MapCommand.self, WatchCommand.self, WaitCommand.self, StatusCommand.self, ListCommand.self, ShowCommand.self,
                       LogsCommand.self, CancelCommand.self, SuspendCommand.self, ResumeCommand.self, QueueCommand.self,
                       PriorityCommand.self, WorkersCommand.self,
