@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs what a fresh Debian machine lacks to build opq: pkg-config, libzmq (libzmq3-dev) and SQLite
-# (libsqlite3-dev).
+# (libsqlite3-dev); and to test it: prometheus, chromium and curl (the dashboard's tests).
 # Swift itself must already be installed. Safe to run again: it installs only what is missing.
 set -euo pipefail
 
@@ -13,6 +13,10 @@ fi
 if ! command -v pkg-config >/dev/null 2>&1 || ! pkg-config --exists sqlite3; then
     missing+=(libsqlite3-dev)
 fi
+# The dashboard's tests: a real Prometheus server scrapes the coordinator, headless Chromium renders the page.
+command -v prometheus >/dev/null 2>&1 || missing+=(prometheus)
+command -v chromium >/dev/null 2>&1 || missing+=(chromium)
+command -v curl >/dev/null 2>&1 || missing+=(curl)
 if [ ${#missing[@]} -gt 0 ]; then
     echo "bootstrap: installing ${missing[*]}" >&2
     sudo=""

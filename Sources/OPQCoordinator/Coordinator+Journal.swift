@@ -60,7 +60,9 @@ extension Coordinator {
     /// Reports journaled now are acknowledged to their workers with the next message they are sent.
     func commitJournal() throws {
         guard let durability, durability.journal.hasPending else { return }
+        let started = clock.now()
         try durability.journal.commit()
+        telemetry?.totals.journalCommit.observe(clock.now() - started)
         for (id, session) in sessions where session.reportsDurable < session.reportsReceived {
             sessions[id]!.reportsDurable = session.reportsReceived
         }

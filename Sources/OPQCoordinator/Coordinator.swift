@@ -52,6 +52,8 @@ public final class Coordinator: @unchecked Sendable {
     var somethingFinished = false
     /// Identifies this coordinator instance to workers.
     let instanceID: String
+    /// Metrics and dashboard state, when snapshots are published (`Coordinator+Snapshot.swift`).
+    var telemetry: Telemetry?
 
     private let wakeRead: Int32
     private let wakeWrite: Int32
@@ -130,6 +132,7 @@ public final class Coordinator: @unchecked Sendable {
             sendHeartbeats(now: now)
             expireWaiters(now: now)
             try flush(now: now)
+            observeTurn(now: now)
         }
         try shutdown()
     }
@@ -138,6 +141,7 @@ public final class Coordinator: @unchecked Sendable {
     private func drain(_ socket: Socket, now: Double, handle: ([[UInt8]], Double) throws -> Void) throws {
         for _ in 0..<configuration.messagesPerTurn {
             guard let frames = try socket.receiveMultipart(flags: .dontWait) else { return }
+            telemetry?.totals.messagesReceived &+= 1
             try handle(frames, now)
         }
     }
@@ -150,6 +154,7 @@ public final class Coordinator: @unchecked Sendable {
         for session in sessions.values { deadline = min(deadline, session.lastSent + configuration.heartbeatInterval) }
         for waiter in waiters { if let timeout = waiter.deadline { deadline = min(deadline, timeout) } }
         if let recovery = durability?.recoveryDeadline { deadline = min(deadline, recovery) }
+        if let publish = telemetry?.nextPublish { deadline = min(deadline, publish) }
         return max(0, Int(((deadline - now) * 1000).rounded(.up)))
     }
 
