@@ -194,7 +194,7 @@ import Testing
         let coordinator = try Run("opq-coordinator", ["--workers-endpoint", workers, "--clients-endpoint", clients,
                                                       "--log-format", "json"], in: scratch)
         defer { coordinator.stop() }
-        let worker = try Run("opq-worker", ["--coordinator", workers, "--name", "logger-w", "--log-format", "json"], in: scratch)
+        let worker = try Run("opq-worker", ["--coordinator", workers, "--name", "logger-w", "--slots", "1", "--log-format", "json"], in: scratch)
         defer { worker.stop() }
         // Once `opq workers` lists it, the coordinator has logged its join (before answering).
         let deadline = Date().addingTimeInterval(60)
