@@ -23,7 +23,7 @@ public struct ClusterSnapshot: Sendable, Codable {
     public var queues: [QueueSummary]
     /// Live workers, in join order.
     public var workers: [WorkerSummary]
-    /// The task stream: running attempts and the most recent ended ones, by start time.
+    /// The task stream: the most recent ended attempts in the order they ended, then the running ones by start.
     public var tasks: [TaskBar]
     /// The most recent failed operations, newest last, with their output tails.
     public var failures: [FailureSummary]

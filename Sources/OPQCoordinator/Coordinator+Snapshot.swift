@@ -36,7 +36,7 @@ struct Telemetry {
     /// Bytes of each output tail a failure shows.
     static let outputTailBytes = 2_048
     /// Ended attempts kept for the task stream.
-    static let maxEndedTasks = 1_000
+    static let maxEndedTasks = 600
     /// Failures kept.
     static let maxFailures = 50
     /// Finished jobs kept besides the unfinished ones.

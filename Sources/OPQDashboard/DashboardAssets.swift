@@ -155,7 +155,7 @@ enum DashboardAssets {
           latest = s;
           const slots = s.workers.reduce((n, w) => n + w.slots, 0), used = s.workers.reduce((n, w) => n + w.used, 0);
           const h = s.totals.dispatchLatency;
-          $("summary").textContent = `${s.workers.length} workers · ${used} / ${slots} slots busy · ${s.totals.messagesPerSecond.toFixed(0)} msg/s · mean dispatch latency ${duration(h.count ? h.sum / h.count : null)} · ${s.totals.retries} retries · ${s.totals.workersLost} workers lost`;
+          $("summary").textContent = `${s.workers.length} workers · ${used} / ${slots} slots busy · ${s.totals.messagesPerSecond.toFixed(0)} msg/s · mean wait ready → running ${duration(h.count ? h.sum / h.count : null)} · ${s.totals.retries} retries · ${s.totals.workersLost} workers lost`;
           renderJobs(s); renderWorkers(s); renderQueues(s); renderStream(s); renderFailures(s);
         }
 

@@ -7,8 +7,9 @@ import OPQCoordinator
 /// `/api/...` the same data as JSON (docs/dashboard.md). It only reads the snapshots the coordinator's
 /// loop publishes (``SnapshotPublisher``), so a slow or busy reader never holds up dispatch.
 public struct DashboardServer: Sendable {
-    /// Seconds between two checks for a new snapshot on an event stream.
-    static let streamPollInterval: Duration = .milliseconds(250)
+    /// Time between two checks for a new snapshot on an event stream: at most two snapshots a second
+    /// per stream (a snapshot with a full task stream is a few hundred kilobytes of JSON).
+    static let streamPollInterval: Duration = .milliseconds(500)
     /// Seconds between keep-alive comments on an idle event stream.
     static let keepAliveInterval = 15.0
 
