@@ -33,7 +33,7 @@ extension DashboardServer {
             return Running(port: port, task: task, url: "http://\(host):\(port)")
         case .failure(let error):
             task.cancel()
-            throw HTTPAddressError(description: "cannot serve HTTP on \(address): \(error)")
+            throw HTTPAddressError(description: "cannot serve HTTP on \(address): \(error). Choose another port, or port 0 for any free one.")
         case nil:
             task.cancel()
             throw HTTPAddressError(description: "the HTTP server on \(address) did not start within \(Self.startDeadline) s")
