@@ -17,8 +17,8 @@ struct ClusterDashboard: Codable {
 }
 
 extension ClusterBenchmark {
-    /// Rounds of the comparison (each round: one run without, one with).
-    static let dashboardRounds = 3
+    /// Rounds of the comparison (each round: one run without, one with); one at `--smoke`.
+    var dashboardRounds: Int { options.isSmoke ? 1 : 3 }
 
     /// Measures ``ClusterDashboard`` at the middle slot count asked for.
     func dashboard(progress: (String) -> Void) throws -> ClusterDashboard {
@@ -29,9 +29,9 @@ extension ClusterBenchmark {
         var withDashboard: [Double] = []
         var scrapes = 0
         var streamBytes = 0
-        for round in 1...Self.dashboardRounds {
+        for round in 1...dashboardRounds {
             for http in [false, true] {
-                progress("dashboard round \(round)/\(Self.dashboardRounds): \(options.workers) workers × \(slots) slots, "
+                progress("dashboard round \(round)/\(dashboardRounds): \(options.workers) workers × \(slots) slots, "
                          + "\(Format.size(options.throughputOperations)) no-ops, " + (http ? "with --http, scraped and streamed" : "without --http"))
                 let cluster = try LocalCluster(binaries: binaries, parent: scratch, name: "dashboard-\(round)-\(http ? "on" : "off")")
                 defer { cluster.stop() }
