@@ -42,6 +42,22 @@ struct Telemetry {
     /// Finished jobs kept besides the unfinished ones.
     static let maxFinishedJobs = 20
 
+    /// An attempt as the loop records it: nothing looked up or copied per operation beyond the event's
+    /// own fields (names are looked up for the few kept attempts when a snapshot is built).
+    struct Attempt {
+        var operation: OperationID
+        var job: JobID
+        var worker: WorkerID
+        var lane: Int
+        var attempt: Int
+        var readyAt: Double?
+        var start: Double
+        var end: Double?
+        /// A string literal (never allocated): `running`, `succeeded`, `failed`, `cancelled`, `retry`, `lost`.
+        var outcome: String
+        var reason: FinishReason?
+    }
+
     struct TrackedJob {
         var firstSeen: Double
         var finishedAt: Double?
@@ -65,10 +81,10 @@ struct Telemetry {
     /// When each ready operation became ready.
     var readyAt: [OperationID: Double] = [:]
     /// Executing attempts by operation.
-    var running: [OperationID: TaskBar] = [:]
+    var running: [OperationID: Attempt] = [:]
     /// Busy lanes by worker.
-    var lanes: [String: [Bool]] = [:]
-    var ended = Deque<TaskBar>()
+    var lanes: [WorkerID: [Bool]] = [:]
+    var ended = Deque<Attempt>()
     var failures = Deque<FailureSummary>()
     var jobs: [JobID: TrackedJob] = [:]
     var finishedJobs = Deque<JobID>()
@@ -143,14 +159,10 @@ extension Coordinator {
         case .executing:
             let readyAt = telemetry!.readyAt.removeValue(forKey: id)
             if let readyAt { telemetry!.totals.dispatchLatency.observe(max(0, change.time - readyAt)) }
-            let worker = change.worker?.name ?? ""
-            var lanes = telemetry!.lanes[worker] ?? []
-            let lane = lanes.firstIndex(of: false) ?? lanes.count
-            if lane == lanes.count { lanes.append(true) } else { lanes[lane] = true }
-            telemetry!.lanes[worker] = lanes
-            telemetry!.running[id] = TaskBar(
-                operation: id.rawValue, name: core.name(of: id) ?? "", job: change.job.rawValue,
-                queue: core.queueName(of: id) ?? "", worker: worker, lane: lane, attempt: change.attempt,
+            let worker = change.worker ?? WorkerID("")
+            let lane = Coordinator.takeLane(&telemetry!.lanes[worker, default: []])
+            telemetry!.running[id] = Telemetry.Attempt(
+                operation: id, job: change.job, worker: worker, lane: lane, attempt: change.attempt,
                 readyAt: readyAt, start: change.time, end: nil, outcome: "running", reason: nil)
         case .finished:
             telemetry!.readyAt[id] = nil
@@ -173,11 +185,8 @@ extension Coordinator {
         guard var bar = telemetry!.running.removeValue(forKey: id) else { return }
         bar.end = time
         bar.outcome = outcome
-        bar.reason = reason?.description
-        if var lanes = telemetry!.lanes[bar.worker], bar.lane < lanes.count {
-            lanes[bar.lane] = false
-            telemetry!.lanes[bar.worker] = lanes
-        }
+        bar.reason = reason
+        if let count = telemetry!.lanes[bar.worker]?.count, bar.lane < count { telemetry!.lanes[bar.worker]![bar.lane] = false }
         telemetry!.ended.append(bar)
         if telemetry!.ended.count > Telemetry.maxEndedTasks { telemetry!.ended.removeFirst() }
     }
@@ -196,14 +205,31 @@ extension Coordinator {
             time: now, startedAt: telemetry!.startedAt, sequence: telemetry!.published,
             workersEndpoint: workersEndpoint, clientsEndpoint: clientsEndpoint,
             jobs: jobSummaries(now: now), queues: queueSummaries(), workers: workerSummaries(),
-            tasks: (Array(telemetry!.ended) + telemetry!.running.values.sorted { $0.start < $1.start }),
+            tasks: (telemetry!.ended + telemetry!.running.values.sorted { $0.start < $1.start }).map(taskBar),
             failures: failureSummaries(), totals: telemetry!.totals)
         telemetry!.publisher.publish(snapshot)
         telemetry!.lastPublish = now
         telemetry!.messagesAtLastPublish = messages
         telemetry!.isDirty = false
-        let live = Set(core.workerSnapshots.map(\.id.name))
+        let live = Set(core.workerSnapshots.map(\.id))
         telemetry!.lanes = telemetry!.lanes.filter { live.contains($0.key) }
+    }
+
+    /// The lowest free lane of a worker, now taken.
+    static func takeLane(_ lanes: inout [Bool]) -> Int {
+        if let free = lanes.firstIndex(of: false) {
+            lanes[free] = true
+            return free
+        }
+        lanes.append(true)
+        return lanes.count - 1
+    }
+
+    private func taskBar(_ attempt: Telemetry.Attempt) -> TaskBar {
+        TaskBar(operation: attempt.operation.rawValue, name: core.name(of: attempt.operation) ?? "", job: attempt.job.rawValue,
+                queue: core.queueName(of: attempt.operation) ?? "", worker: attempt.worker.name, lane: attempt.lane,
+                attempt: attempt.attempt, readyAt: attempt.readyAt, start: attempt.start, end: attempt.end,
+                outcome: attempt.outcome, reason: attempt.reason?.description)
     }
 
     private func jobSummaries(now: Double) -> [JobSummary] {
