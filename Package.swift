@@ -14,6 +14,7 @@ let package = Package(
         .library(name: "OPQWorker", targets: ["OPQWorker"]),
         .library(name: "OPQCoordinator", targets: ["OPQCoordinator"]),
         .library(name: "OPQClient", targets: ["OPQClient"]),
+        .library(name: "OPQDashboard", targets: ["OPQDashboard"]),
         .executable(name: "opq-coordinator", targets: ["opq-coordinator"]),
         .executable(name: "opq-worker", targets: ["opq-worker"]),
         .executable(name: "opq-bench", targets: ["opq-bench"]),
@@ -27,6 +28,7 @@ let package = Package(
         .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift", from: "0.2.0"),
         .package(url: "https://github.com/jpsim/Yams", from: "5.0.0"),
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.0"),
     ],
     targets: [
         .systemLibrary(
@@ -50,6 +52,7 @@ let package = Package(
             ],
             exclude: ["opq.proto"]
         ),
+        .target(name: "OPQLogging", dependencies: [.product(name: "Logging", package: "swift-log")]),
         .target(name: "COPQSpawn"),
         // The version every executable prints (--version); the git revision comes in as a C macro from
         // scripts/install.sh, so a plain `swift build` needs no generated file.
@@ -80,6 +83,13 @@ let package = Package(
             ]
         ),
         .target(
+            name: "OPQDashboard",
+            dependencies: [
+                "OPQCoordinator", "OPQCore",
+                .product(name: "Hummingbird", package: "hummingbird"),
+            ]
+        ),
+        .target(
             name: "OPQClient",
             dependencies: ["OPQCore", "OPQWire", "ZeroMQ"]
         ),
@@ -97,7 +107,7 @@ let package = Package(
         .executableTarget(
             name: "opq-coordinator",
             dependencies: [
-                "OPQCoordinator", "OPQCore", "OPQJournal", "OPQVersion",
+                "OPQCoordinator", "OPQCore", "OPQDashboard", "OPQJournal", "OPQLogging", "OPQVersion",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -105,7 +115,7 @@ let package = Package(
         .executableTarget(
             name: "opq-worker",
             dependencies: [
-                "OPQWorker", "OPQCore", "OPQVersion", "ZeroMQ",
+                "OPQWorker", "OPQCore", "OPQLogging", "OPQVersion", "ZeroMQ",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -133,6 +143,10 @@ let package = Package(
         .testTarget(name: "OPQCLITests", dependencies: ["OPQCore", "OPQSpawn"]),
         .testTarget(name: "OPQJournalTests", dependencies: ["OPQJournal", "OPQCore", "OPQWire"]),
         .testTarget(name: "OPQCoordinatorTests", dependencies: ["OPQCoordinator", "OPQCore", "OPQWire", "ZeroMQ"]),
+        .testTarget(
+            name: "OPQDashboardTests",
+            dependencies: ["OPQDashboard", "OPQCoordinator", "OPQCore", "OPQLogging", .product(name: "Logging", package: "swift-log")]
+        ),
         .testTarget(
             name: "OPQEndToEndTests",
             dependencies: ["OPQClient", "OPQCore", "OPQWire", "OPQWorker", "OPQSpawn", "ZeroMQ"]

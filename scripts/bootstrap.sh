@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs what a fresh Debian machine lacks to build opq: pkg-config, libzmq (libzmq3-dev) and SQLite
 # (libsqlite3-dev). `scripts/bootstrap.sh --tests` (what scripts/test.sh runs) also installs what the
-# tests start for real: GNU parallel (the reference for opq map), and for the deploy tests Slurm and
-# munge (a single-node Slurm), systemd-analyze (the units) and man (the man pages).
+# tests start for real: GNU parallel (the reference for opq map), Prometheus, Chromium and curl (the
+# dashboard's tests), and for the deploy tests Slurm and munge (a single-node Slurm), systemd-analyze (the
+# units) and man (the man pages).
 # Swift itself must already be installed. Safe to run again: it installs only what is missing.
 set -euo pipefail
 
@@ -23,6 +24,10 @@ if [ "${1:-}" = "--tests" ] || [ "${1:-}" = "--deploy" ]; then
     command -v munged >/dev/null 2>&1 || missing+=(munge)
     command -v systemd-analyze >/dev/null 2>&1 || missing+=(systemd)
     command -v man >/dev/null 2>&1 || missing+=(man-db)
+    # The dashboard's tests: a real Prometheus server scrapes the coordinator, headless Chromium renders the page.
+    command -v prometheus >/dev/null 2>&1 || missing+=(prometheus)
+    command -v chromium >/dev/null 2>&1 || missing+=(chromium)
+    command -v curl >/dev/null 2>&1 || missing+=(curl)
 fi
 if [ ${#missing[@]} -gt 0 ]; then
     echo "bootstrap: installing ${missing[*]}" >&2

@@ -94,7 +94,9 @@ extension Coordinator {
             return false
         }
         do {
+            let started = clock.now()
             try journal.commit()
+            telemetry?.totals.journalCommit.observe(clock.now() - started)
         } catch {
             guard case .diskFull = error else { throw error }
             if durability!.stall == nil {

@@ -57,6 +57,8 @@ public final class Coordinator: @unchecked Sendable {
     var somethingFinished = false
     /// Identifies this coordinator instance to workers.
     let instanceID: String
+    /// Metrics and dashboard state, when snapshots are published (`Coordinator+Snapshot.swift`).
+    var telemetry: Telemetry?
 
     private let wakeRead: Int32
     private let wakeWrite: Int32
@@ -145,6 +147,7 @@ public final class Coordinator: @unchecked Sendable {
             sendHeartbeats(now: now)
             expireWaiters(now: now)
             try flush(now: now)
+            observeTurn(now: now)
         }
         try shutdown()
     }
@@ -159,6 +162,7 @@ public final class Coordinator: @unchecked Sendable {
     private func drain(_ socket: Socket, now: Double, handle: ([[UInt8]], Double) throws -> Void) throws {
         for _ in 0..<configuration.messagesPerTurn {
             guard let frames = try socket.receiveMultipart(flags: .dontWait) else { return }
+            telemetry?.totals.messagesReceived &+= 1
             try handle(frames, now)
         }
     }
@@ -172,6 +176,7 @@ public final class Coordinator: @unchecked Sendable {
         for waiter in waiters { if let timeout = waiter.deadline { deadline = min(deadline, timeout) } }
         if let recovery = durability?.recoveryDeadline { deadline = min(deadline, recovery) }
         if !clientBacklog.isEmpty { deadline = min(deadline, now + Coordinator.backlogRetryInterval) }
+        if let publish = telemetry?.nextPublish { deadline = min(deadline, publish) }
         return max(0, Int(((deadline - now) * 1000).rounded(.up)))
     }
 

@@ -149,6 +149,7 @@ extension Scheduler {
     mutating func remove(_ worker: Int, lost: Bool) {
         freeSlots -= workers[worker].free
         workers[worker].isAlive = false
+        if lost { lostWorkerCount += 1 }
         workerIndex[workers[worker].id] = nil
         liveWorkers.removeAll { $0 == worker }
         for index in workers[worker].held.sorted() { requeue(index, lost: lost) }

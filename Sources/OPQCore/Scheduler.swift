@@ -58,6 +58,8 @@ public struct Scheduler: Sendable {
     var liveWorkers: [Int] = []
     /// Free slots over all live workers.
     var freeSlots = 0
+    /// Workers declared lost so far (``workersLost``).
+    var lostWorkerCount = 0
     /// Ready non-empty operations over all queues.
     var readyLive = 0
     /// Retry and timeout deadlines (stale entries dropped when they come up).

@@ -229,7 +229,7 @@ struct ClusterBenchmark {
     }
 
     /// Submits `submission` as one job and waits for it; returns seconds to the Wait reply and to the Submit's.
-    private func runJob(_ submission: Submission, count: Int, client: CoordinatorConnection,
+    func runJob(_ submission: Submission, count: Int, client: CoordinatorConnection,
                         cluster: LocalCluster) throws -> (seconds: Double, submitSeconds: Double) {
         let timeout = max(60, Double(count) / 1_000)
         let start = Clock.nanoseconds()

@@ -15,6 +15,8 @@ struct ClusterOptions {
     var foundation = true
     /// Whether to measure the requeue time after `kill -9` of a worker (takes ~3 s of waiting).
     var failover = true
+    /// Whether to compare throughput with the coordinator's `--http` scraped and streamed against without.
+    var dashboard = true
     /// Workers started for every measurement.
     var workers = 2
     /// Print one JSON document instead of tables.
@@ -45,6 +47,7 @@ struct ClusterOptions {
       --no-foundation         skip Foundation's OperationQueue on the chain
       --no-failover           skip the kill -9 requeue measurement
       --no-fsync-always       skip the throughput run with the coordinator's --fsync always
+      --no-dashboard          skip the comparison with --http on (/metrics scraped every second, event stream open)
       --keep-logs             keep the temporary directory with the processes' logs
       --json                  print one JSON document instead of tables
       -h, --help              this text
@@ -68,6 +71,7 @@ struct ClusterOptions {
             case "--no-foundation": options.foundation = false
             case "--no-failover": options.failover = false
             case "--no-fsync-always": options.fsyncAlways = false
+            case "--no-dashboard": options.dashboard = false
             case "--keep-logs": options.keepLogs = true
             case "--json": options.json = true
             default: reader.unknown(argument)

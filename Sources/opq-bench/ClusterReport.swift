@@ -10,6 +10,7 @@ struct ClusterReport: Codable {
     var latency: ClusterLatency?
     var chain: ClusterChain?
     var failover: ClusterFailover?
+    var dashboard: ClusterDashboard?
     /// Measurements that could not be completed, with why.
     var failures: [String] = []
     var targets: [Target] = []
@@ -48,6 +49,8 @@ struct ClusterReport: Codable {
     }
 
     static let throughputGoal = 50_000.0
+    /// Throughput with the dashboard busy over without.
+    static let dashboardGoal = 0.95
     static let p50Goal = 200.0  // µs
     static let p99Goal = 2_000.0  // µs
     static let chainRatioGoal = 3.0
@@ -96,6 +99,12 @@ struct ClusterReport: Codable {
                                   measured: Format.fixed(ratio, 1) + "×", passed: ratio >= Self.chainRatioGoal))
         } else if failures.contains(where: { $0.hasPrefix("chain") }) {
             targets.append(Target(name: "chain across processes vs Foundation", goal: "≥ 3×", measured: "failed", passed: false))
+        }
+        if let dashboard {
+            targets.append(Target(name: "throughput with --http scraped and streamed vs without", goal: "≥ 0.95×",
+                                  measured: Format.fixed(dashboard.ratio, 2) + "×", passed: dashboard.ratio >= Self.dashboardGoal))
+        } else if failures.contains(where: { $0.hasPrefix("dashboard") }) {
+            targets.append(Target(name: "throughput with --http vs without", goal: "≥ 0.95×", measured: "failed", passed: false))
         }
         if let failover {
             targets.append(Target(name: "kill -9 of a worker → its operations ready again", goal: "≤ 4.5 s",
@@ -175,6 +184,20 @@ struct ClusterReport: Codable {
             out.append(table.render())
             out.append("  opq: one Submit of the whole chain → Wait reply. Foundation: addOperations → waitUntilAllOperationsAreFinished,")
             out.append("  operations and addDependency built before the clock, maxConcurrentOperationCount = \(workers * ClusterBenchmark.latencySlots).")
+        }
+        if let dashboard {
+            out.append("")
+            var table = TextTable([.init("dashboard (\(workers) workers × \(dashboard.slotsPerWorker) slots, \(Format.size(dashboard.operations)) no-ops)", right: false),
+                                   .init("rounds (ops/s)", right: false), .init("median"), .init("≥ 0.95×", right: false)])
+            func median(_ values: [Double]) -> Double { values.sorted()[values.count / 2] }
+            table.append(["without --http", dashboard.plainOperationsPerSecond.map(Format.rate).joined(separator: ", "),
+                          Format.rate(median(dashboard.plainOperationsPerSecond)), ""])
+            table.append(["with --http: /metrics every 1 s, /api/events open", dashboard.dashboardOperationsPerSecond.map(Format.rate).joined(separator: ", "),
+                          Format.rate(median(dashboard.dashboardOperationsPerSecond)),
+                          Format.fixed(dashboard.ratio, 2) + "× " + Format.verdict(dashboard.ratio >= Self.dashboardGoal)])
+            out.append(table.render())
+            out.append("  alternating rounds, each on a fresh cluster; \(dashboard.scrapes) scrapes answered and \(Format.bytes(UInt64(dashboard.streamBytes))) of")
+            out.append("  snapshots streamed during the runs with --http.")
         }
         if let failover {
             out.append("")

@@ -39,6 +39,8 @@ final class LocalCluster {
     private(set) var coordinator: ChildProcess?
     /// Workers in start order, named `w1`, `w2`, …
     private(set) var workers: [ChildProcess] = []
+    /// `http://127.0.0.1:PORT` when the coordinator was started with `http`.
+    private(set) var httpURL: String?
 
     /// Seconds allowed for a process to come up.
     static let startupDeadline = 15.0
@@ -53,12 +55,14 @@ final class LocalCluster {
     }
 
     /// Starts `opq-coordinator` (default heartbeat settings, warnings only, its journal in this cluster's
-    /// directory at sync level `fsync`), with `extraArguments` added, and waits for its start line.
-    func startCoordinator(fsync: String = "normal", extraArguments: [String] = []) throws {
+    /// directory at sync level `fsync`), with `extraArguments` added, and waits for its start line. With
+    /// `http`, it also serves metrics and the dashboard on a free loopback port (``httpURL``).
+    func startCoordinator(fsync: String = "normal", http: Bool = false, extraArguments: [String] = []) throws {
         let process = try ChildProcess(
             binaries.coordinator,
             ["--workers-endpoint", workersEndpoint, "--clients-endpoint", clientsEndpoint,
-             "--state", directory.appendingPathComponent("state-\(fsync)").path, "--fsync", fsync, "--log-level", "warning"] + extraArguments,
+             "--state", directory.appendingPathComponent("state-\(fsync)").path, "--fsync", fsync, "--log-level", "warning"]
+                + (http ? ["--http", "127.0.0.1:0"] : []) + extraArguments,
             name: "coordinator", directory: directory)
         coordinator = process
         let deadline = Clock.nanoseconds() + UInt64(LocalCluster.startupDeadline * 1e9)
@@ -69,6 +73,7 @@ final class LocalCluster {
             }
             usleep(2_000)
         }
+        httpURL = process.output.split(whereSeparator: \.isWhitespace).first { $0.hasPrefix("http=") }.map { String($0.dropFirst(5)) }
     }
 
     /// Starts `count` workers with `slots` slots each and waits until the coordinator lists them all.

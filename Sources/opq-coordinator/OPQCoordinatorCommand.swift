@@ -4,7 +4,9 @@ import Foundation
 import Logging
 import OPQCoordinator
 import OPQCore
+import OPQDashboard
 import OPQJournal
+import OPQLogging
 import OPQVersion
 
 #if canImport(Glibc)
@@ -50,6 +52,11 @@ struct OPQCoordinatorCommand: ParsableCommand {
             once there is room.
               opq-coordinator --state /var/lib/opq            # default: $XDG_STATE_HOME/opq, else ~/.local/state/opq
               opq-coordinator --fsync always                  # also survive power loss (slower commits)
+
+            Metrics and dashboard: --http 127.0.0.1:7132 serves Prometheus metrics at /metrics, a live \
+            dashboard at / and JSON at /api/... (docs/dashboard.md). Loopback only: there is no authentication \
+            yet (no CURVE, no token), so a non-loopback address is refused; reach it through an SSH tunnel. \
+            With --http the start line ends with " http=http://HOST:PORT" (port 0 = any free port).
             """,
         version: OPQVersion.line)
 
@@ -89,6 +96,12 @@ struct OPQCoordinatorCommand: ParsableCommand {
     @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.")
     var logLevel: String = "info"
 
+    @Option(help: "Log format on standard error: 'text', or 'json' (one object per line, metadata keys as fields).")
+    var logFormat: String = LogFormat.text.rawValue
+
+    @Option(help: "Serve /metrics, the dashboard (/) and /api on HOST:PORT, e.g. 127.0.0.1:7132. Loopback only: there is no authentication yet.")
+    var http: String?
+
     func validate() throws {
         // Every number is checked here against the range every other edge uses (OPQCore.Limits), so a
         // value accepted here is never refused later by a worker or the wire.
@@ -104,6 +117,10 @@ struct OPQCoordinatorCommand: ParsableCommand {
         }
         guard Journal.Sync(rawValue: fsync) != nil else { throw ValidationError("--fsync must be 'normal' or 'always', not '\(fsync)'") }
         guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("unknown --log-level '\(logLevel)'") }
+        guard LogFormat(rawValue: logFormat) != nil else { throw ValidationError("--log-format must be 'text' or 'json', not '\(logFormat)'") }
+        if let http {
+            do { _ = try HTTPAddress(parsing: http) } catch { throw ValidationError(error.description) }
+        }
     }
 
     /// Every connected client or worker holds a descriptor: the soft limit (often 1,024) goes up to the
@@ -117,11 +134,7 @@ struct OPQCoordinatorCommand: ParsableCommand {
 
     func run() throws {
         let level = Logger.Level(rawValue: logLevel)!
-        LoggingSystem.bootstrap { label in
-            var handler = StreamLogHandler.standardError(label: label)
-            handler.logLevel = level
-            return handler
-        }
+        LogFormat(rawValue: logFormat)!.bootstrap(level: level)
         Self.raiseFileLimit()
         var configuration = CoordinatorConfiguration()
         if let workersEndpoint { configuration.workersEndpoint = workersEndpoint }
@@ -140,7 +153,20 @@ struct OPQCoordinatorCommand: ParsableCommand {
             FileHandle.standardError.write(Data("opq-coordinator: \(error)\n".utf8))
             throw ExitCode(2)
         }
-        FileHandle.standardOutput.write(Data("opq-coordinator workers=\(coordinator.workersEndpoint) clients=\(coordinator.clientsEndpoint)\n".utf8))
+        var dashboard: DashboardServer.Running?
+        if let http {
+            let publisher = SnapshotPublisher()
+            coordinator.publishSnapshots(to: publisher)
+            let server = DashboardServer(address: try HTTPAddress(parsing: http), publisher: publisher, logger: Logger(label: "opq.http"))
+            do {
+                dashboard = try server.start()
+            } catch {
+                FileHandle.standardError.write(Data("opq-coordinator: \(error)\n".utf8))
+                throw ExitCode(2)
+            }
+        }
+        let httpField = dashboard.map { " http=\($0.url)" } ?? ""
+        FileHandle.standardOutput.write(Data("opq-coordinator workers=\(coordinator.workersEndpoint) clients=\(coordinator.clientsEndpoint)\(httpField)\n".utf8))
         FileHandle.standardOutput.synchronizeFile()
         let signals = [SIGINT, SIGTERM].map { number in
             signal(number, SIG_IGN)
@@ -150,6 +176,7 @@ struct OPQCoordinatorCommand: ParsableCommand {
             return source
         }
         try coordinator.run()
+        dashboard?.task.cancel()
         withExtendedLifetime(signals) {}
     }
 }

@@ -3,6 +3,7 @@ import Dispatch
 import Foundation
 import Logging
 import OPQCore
+import OPQLogging
 import OPQWorker
 import OPQVersion
 import ZeroMQ
@@ -55,6 +56,9 @@ struct OPQWorkerCommand: ParsableCommand {
     @Option(help: ArgumentHelp("trace, debug, info, notice, warning, error or critical.", valueName: "level"))
     var logLevel = "info"
 
+    @Option(help: "Log format on standard error: 'text', or 'json' (one object per line, metadata keys as fields).")
+    var logFormat: String = LogFormat.text.rawValue
+
     /// The agent's configuration built from the options.
     var workerConfiguration: WorkerConfiguration {
         get throws {
@@ -88,15 +92,12 @@ struct OPQWorkerCommand: ParsableCommand {
         }
         if let problem = try workerConfiguration.problem { throw ValidationError(problem) }
         guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("unknown --log-level '\(logLevel)'") }
+        guard LogFormat(rawValue: logFormat) != nil else { throw ValidationError("--log-format must be 'text' or 'json', not '\(logFormat)'") }
     }
 
     func run() throws {
         let level = Logger.Level(rawValue: logLevel)!
-        LoggingSystem.bootstrap { label in
-            var handler = StreamLogHandler.standardError(label: label)
-            handler.logLevel = level
-            return handler
-        }
+        LogFormat(rawValue: logFormat)!.bootstrap(level: level)
         let worker = try Worker(configuration: try workerConfiguration, logger: Logger(label: "opq.worker"))
         let signals = [(SIGINT, "SIGINT"), (SIGTERM, "SIGTERM")].map { number, name in
             signal(number, SIG_IGN)

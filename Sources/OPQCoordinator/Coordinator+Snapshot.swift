@@ -1,0 +1,287 @@
+import DequeModule
+import Foundation
+import OPQCore
+
+/// Hands ``ClusterSnapshot``s from the coordinator's loop to readers on other threads. The loop swaps in
+/// a new snapshot under the lock (a reference assignment); readers copy the current one out under the
+/// same lock. Nothing else is ever done under it, so a reader never holds up dispatch.
+public final class SnapshotPublisher: @unchecked Sendable {
+    /// Seconds between two snapshots, at most (while something changed; once a second otherwise).
+    public let interval: Double
+    private let lock = NSLock()
+    private var current: ClusterSnapshot?
+
+    /// A publisher that takes a snapshot at most every `interval` seconds.
+    public init(interval: Double = 0.25) {
+        self.interval = interval
+    }
+
+    /// The newest snapshot, or nil before the loop published one.
+    public var latest: ClusterSnapshot? {
+        lock.lock()
+        defer { lock.unlock() }
+        return current
+    }
+
+    func publish(_ snapshot: ClusterSnapshot) {
+        lock.lock()
+        current = snapshot
+        lock.unlock()
+    }
+}
+
+/// What the loop keeps for metrics and the dashboard between snapshots. It reads the numbered event log
+/// (every transition the core announced) once per turn, so it needs no hook in the core or the effects.
+struct Telemetry {
+    /// Bytes of each output tail a failure shows.
+    static let outputTailBytes = 2_048
+    /// Ended attempts kept for the task stream.
+    static let maxEndedTasks = 600
+    /// Failures kept.
+    static let maxFailures = 50
+    /// Finished jobs kept besides the unfinished ones.
+    static let maxFinishedJobs = 20
+
+    /// An attempt as the loop records it: nothing looked up or copied per operation beyond the event's
+    /// own fields (names are looked up for the few kept attempts when a snapshot is built).
+    struct Attempt {
+        var operation: OperationID
+        var job: JobID
+        var worker: WorkerID
+        var lane: Int
+        var attempt: Int
+        var readyAt: Double?
+        var start: Double
+        var end: Double?
+        /// A string literal (never allocated): `running`, `succeeded`, `failed`, `cancelled`, `retry`, `lost`.
+        var outcome: String
+        var reason: FinishReason?
+    }
+
+    struct TrackedJob {
+        var firstSeen: Double
+        var finishedAt: Double?
+    }
+
+    let publisher: SnapshotPublisher
+    let startedAt: Double
+    /// The last event read from the event log.
+    var lastSequence: UInt64
+    var totals = Totals()
+    /// When the last snapshot was published, and the message count then.
+    var lastPublish = 0.0
+    var messagesAtLastPublish: UInt64 = 0
+    /// Something changed since the last snapshot.
+    var isDirty = true
+    var published: UInt64 = 0
+    /// The time of the last operation event read.
+    var lastEventTime = 0.0
+    /// Finishes by queue, indexed by `Outcome.rawValue`.
+    var finishedByQueue: [String: [UInt64]] = [:]
+    /// When each ready operation became ready.
+    var readyAt: [OperationID: Double] = [:]
+    /// Executing attempts by operation.
+    var running: [OperationID: Attempt] = [:]
+    /// Busy lanes by worker.
+    var lanes: [WorkerID: [Bool]] = [:]
+    var ended = Deque<Attempt>()
+    var failures = Deque<FailureSummary>()
+    var jobs: [JobID: TrackedJob] = [:]
+    var finishedJobs = Deque<JobID>()
+
+    /// When the loop should wake up to publish, if something waits to be published.
+    var nextPublish: Double? { isDirty ? lastPublish + publisher.interval : nil }
+}
+
+extension Coordinator {
+    /// Starts publishing ``ClusterSnapshot``s to `publisher` from the loop. Call before ``run()``.
+    public func publishSnapshots(to publisher: SnapshotPublisher) {
+        let now = clock.now()
+        var telemetry = Telemetry(publisher: publisher, startedAt: now, lastSequence: events.lastSequence)
+        for number in 0..<core.jobCount {
+            let job = JobID(UInt64(number + 1))
+            if core.progress(of: job)?.isFinished == false { telemetry.jobs[job] = .init(firstSeen: now) }
+        }
+        self.telemetry = telemetry
+        publishSnapshot(now: now)
+    }
+
+    /// Reads the turn's events and publishes a snapshot when one is due. Called at the end of each turn.
+    func observeTurn(now: Double) {
+        guard telemetry != nil else { return }
+        if events.lastSequence != telemetry!.lastSequence {
+            if let new = events.events(after: telemetry!.lastSequence) {
+                for event in new { observe(event) }
+            } else {
+                let missed = events.lastSequence - telemetry!.lastSequence
+                telemetry!.totals.eventsMissed &+= missed
+            }
+            telemetry!.lastSequence = events.lastSequence
+            telemetry!.isDirty = true
+        }
+        let since = now - telemetry!.lastPublish
+        if since >= telemetry!.publisher.interval && (telemetry!.isDirty || since >= 1) { publishSnapshot(now: now) }
+    }
+
+    private func observe(_ event: LoggedEvent) {
+        switch event.kind {
+        case .operation(let change):
+            observe(change)
+        case .jobFinished(let job):
+            // A jobFinished event carries no time; its last operation's event, just before it, does.
+            // (Values are read into locals first: reading `telemetry` inside an access that modifies it traps.)
+            let started = telemetry!.startedAt, time = telemetry!.lastEventTime
+            telemetry!.jobs[job, default: .init(firstSeen: started)].finishedAt = time
+            telemetry!.finishedJobs.append(job)
+            if telemetry!.finishedJobs.count > Telemetry.maxFinishedJobs {
+                let oldest = telemetry!.finishedJobs.removeFirst()
+                telemetry!.jobs[oldest] = nil
+            }
+        case .progress:
+            break
+        }
+    }
+
+    private func observe(_ change: OperationEvent) {
+        let id = change.operation
+        telemetry!.lastEventTime = change.time
+        if telemetry!.jobs[change.job] == nil { telemetry!.jobs[change.job] = .init(firstSeen: change.time) }
+        switch change.state {
+        case .pending:
+            if change.retryAt != nil { telemetry!.totals.retries &+= 1 }
+            endTask(id, at: change.time, outcome: "retry", reason: change.reason)
+        case .ready:
+            telemetry!.readyAt[id] = change.time
+            if change.reason == .lostWorker { telemetry!.totals.attemptsLost &+= 1 }
+            endTask(id, at: change.time, outcome: change.reason == .lostWorker ? "lost" : "retry", reason: change.reason)
+        case .dispatched:
+            break
+        case .executing:
+            let readyAt = telemetry!.readyAt.removeValue(forKey: id)
+            if let readyAt { telemetry!.totals.dispatchLatency.observe(max(0, change.time - readyAt)) }
+            let worker = change.worker ?? WorkerID("")
+            let lane = Coordinator.takeLane(&telemetry!.lanes[worker, default: []])
+            telemetry!.running[id] = Telemetry.Attempt(
+                operation: id, job: change.job, worker: worker, lane: lane, attempt: change.attempt,
+                readyAt: readyAt, start: change.time, end: nil, outcome: "running", reason: nil)
+        case .finished:
+            telemetry!.readyAt[id] = nil
+            let outcome = change.outcome ?? .succeeded
+            let queue = core.queueName(of: id) ?? ""
+            telemetry!.finishedByQueue[queue, default: [0, 0, 0]][Int(outcome.rawValue)] &+= 1
+            endTask(id, at: change.time, outcome: outcome.description, reason: change.reason)
+            guard outcome == .failed else { return }
+            telemetry!.failures.append(FailureSummary(
+                operation: id.rawValue, name: core.name(of: id) ?? "", job: change.job.rawValue, queue: queue,
+                worker: change.worker?.name, attempt: change.attempt, time: change.time,
+                reason: change.reason?.description ?? "", exitCode: change.exitCode, signal: change.signal,
+                stdoutTail: "", stderrTail: "", message: ""))
+            if telemetry!.failures.count > Telemetry.maxFailures { telemetry!.failures.removeFirst() }
+        }
+    }
+
+    /// Ends the running bar of `id`, if any, and frees its lane.
+    private func endTask(_ id: OperationID, at time: Double, outcome: String, reason: FinishReason?) {
+        guard var bar = telemetry!.running.removeValue(forKey: id) else { return }
+        bar.end = time
+        bar.outcome = outcome
+        bar.reason = reason
+        if let count = telemetry!.lanes[bar.worker]?.count, bar.lane < count { telemetry!.lanes[bar.worker]![bar.lane] = false }
+        telemetry!.ended.append(bar)
+        if telemetry!.ended.count > Telemetry.maxEndedTasks { telemetry!.ended.removeFirst() }
+    }
+
+    private func publishSnapshot(now: Double) {
+        let elapsed = now - telemetry!.lastPublish
+        let messages = telemetry!.totals.messagesReceived
+        if telemetry!.lastPublish > 0 && elapsed > 0 {
+            let rate = Double(messages - telemetry!.messagesAtLastPublish) / elapsed
+            telemetry!.totals.messagesPerSecond = rate
+        }
+        telemetry!.totals.workersLost = UInt64(core.workersLost)
+        telemetry!.totals.jobs = UInt64(core.jobCount)
+        telemetry!.published += 1
+        let snapshot = ClusterSnapshot(
+            time: now, startedAt: telemetry!.startedAt, sequence: telemetry!.published,
+            workersEndpoint: workersEndpoint, clientsEndpoint: clientsEndpoint,
+            jobs: jobSummaries(now: now), queues: queueSummaries(), workers: workerSummaries(),
+            tasks: (telemetry!.ended + telemetry!.running.values.sorted { $0.start < $1.start }).map(taskBar),
+            failures: failureSummaries(), totals: telemetry!.totals)
+        telemetry!.publisher.publish(snapshot)
+        telemetry!.lastPublish = now
+        telemetry!.messagesAtLastPublish = messages
+        telemetry!.isDirty = false
+        let live = Set(core.workerSnapshots.map(\.id))
+        telemetry!.lanes = telemetry!.lanes.filter { live.contains($0.key) }
+    }
+
+    /// The lowest free lane of a worker, now taken.
+    static func takeLane(_ lanes: inout [Bool]) -> Int {
+        if let free = lanes.firstIndex(of: false) {
+            lanes[free] = true
+            return free
+        }
+        lanes.append(true)
+        return lanes.count - 1
+    }
+
+    private func taskBar(_ attempt: Telemetry.Attempt) -> TaskBar {
+        TaskBar(operation: attempt.operation.rawValue, name: core.name(of: attempt.operation) ?? "", job: attempt.job.rawValue,
+                queue: core.queueName(of: attempt.operation) ?? "", worker: attempt.worker.name, lane: attempt.lane,
+                attempt: attempt.attempt, readyAt: attempt.readyAt, start: attempt.start, end: attempt.end,
+                outcome: attempt.outcome, reason: attempt.reason?.description)
+    }
+
+    private func jobSummaries(now: Double) -> [JobSummary] {
+        telemetry!.jobs.sorted { $0.key < $1.key }.compactMap { id, tracked in
+            guard let progress = core.progress(of: id) else { return nil }
+            let counts = StateCounts(progress.counts)
+            let elapsed = (tracked.finishedAt ?? now) - tracked.firstSeen
+            let eta: Double? = progress.isFinished ? 0
+                : counts.finished > 0 && elapsed > 0 ? Double(counts.unfinished) / (Double(counts.finished) / elapsed) : nil
+            return JobSummary(
+                id: id.rawValue, name: core.name(of: progress.firstOperation) ?? "", operations: progress.operationCount,
+                counts: counts, isFinished: progress.isFinished, firstSeen: tracked.firstSeen,
+                finishedAt: tracked.finishedAt, etaSeconds: eta)
+        }
+    }
+
+    private func queueSummaries() -> [QueueSummary] {
+        core.queueNames.compactMap { name in
+            guard let queue = core.queue(name) else { return nil }
+            let finished = telemetry!.finishedByQueue[name] ?? [0, 0, 0]
+            return QueueSummary(
+                name: name, maxConcurrent: queue.maxConcurrent, isSuspended: queue.isSuspended,
+                counts: StateCounts(queue.counts), barriers: queue.barriers,
+                finishedTotal: Dictionary(uniqueKeysWithValues: Outcome.allCases.map { ($0.description, finished[Int($0.rawValue)]) }))
+        }
+    }
+
+    private func workerSummaries() -> [WorkerSummary] {
+        core.workerSnapshots.map { worker in
+            let registration = sessions[worker.id]?.registration
+            return WorkerSummary(
+                id: worker.id.name, slots: worker.slots, used: worker.operations.count, labels: worker.labels,
+                queues: worker.queues.map { $0.sorted() }, lastSeen: worker.lastSeen,
+                host: registration?.host ?? "", pid: Int64(registration?.pid ?? 0),
+                handlers: registration?.handlers ?? [], operations: worker.operations.map(\.rawValue))
+        }
+    }
+
+    private func failureSummaries() -> [FailureSummary] {
+        telemetry!.failures.map { failure in
+            var failure = failure
+            if let output = outputs[OperationID(failure.operation)] {
+                failure.stdoutTail = Coordinator.tail(output.stdout)
+                failure.stderrTail = Coordinator.tail(output.stderr)
+                failure.message = output.errorMessage
+            }
+            return failure
+        }
+    }
+
+    /// The last ``Telemetry/outputTailBytes`` bytes of `bytes` as text (invalid UTF-8 repaired).
+    static func tail(_ bytes: [UInt8]) -> String {
+        String(decoding: bytes.suffix(Telemetry.outputTailBytes), as: UTF8.self)
+    }
+}
