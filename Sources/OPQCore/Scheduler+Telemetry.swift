@@ -15,8 +15,8 @@ extension Scheduler {
     /// The progress of `job`, or nil when unknown or pruned.
     /// - Complexity: O(1).
     public func progress(of job: JobID) -> JobProgress? {
-        guard job.rawValue >= 1, job.index < jobs.count, !jobs[job.index].isPruned else { return nil }
-        let record = jobs[job.index]
+        guard let index = index(of: job), !jobs[index].isPruned else { return nil }
+        let record = jobs[index]
         return JobProgress(firstOperation: id(record.first), operationCount: record.count, counts: record.counts,
                            isFinished: record.unfinished == 0)
     }
