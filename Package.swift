@@ -14,6 +14,7 @@ let package = Package(
         .library(name: "OPQWorker", targets: ["OPQWorker"]),
         .library(name: "OPQCoordinator", targets: ["OPQCoordinator"]),
         .library(name: "OPQClient", targets: ["OPQClient"]),
+        .library(name: "OPQJobFile", targets: ["OPQJobFile"]),
         .executable(name: "opq-coordinator", targets: ["opq-coordinator"]),
         .executable(name: "opq-worker", targets: ["opq-worker"]),
         .executable(name: "opq-bench", targets: ["opq-bench"]),
