@@ -58,9 +58,14 @@ struct FuzzPeers {
     /// Sends `message`, reading replies while the coordinator's pipe is full; false when it takes
     /// nothing for 60 s.
     mutating func send(_ message: HostileMessages.Message) throws -> Bool {
-        let socket = message.target == .clients ? clients[message.peer] : workers[message.peer]
+        try deliver(message.frames, on: message.target == .clients ? clients[message.peer] : workers[message.peer])
+    }
+
+    /// Sends `frames` on `socket` (whose pipe may be full while the coordinator catches up), reading
+    /// replies meanwhile; false when nothing could be sent for 60 s.
+    private mutating func deliver(_ frames: [[UInt8]], on socket: Socket) throws -> Bool {
         let deadline = Date().addingTimeInterval(60)
-        while try socket.send(message.frames) != .sent {
+        while try socket.send(frames) != .sent {
             guard Date() < deadline else { return false }
             drain()
         }
@@ -80,7 +85,8 @@ struct FuzzPeers {
         let deadline = Date().addingTimeInterval(seconds)
         let marker = UInt64.max >> 3
         for (peer, socket) in clients.enumerated() {
-            _ = try socket.send(try Frames.encode(Opq_V1_ClientRequest.request(marker + UInt64(peer)) { $0.listQueues = Opq_V1_ListQueues() }))
+            let probe = try Frames.encode(Opq_V1_ClientRequest.request(marker + UInt64(peer)) { $0.listQueues = Opq_V1_ListQueues() })
+            guard try deliver(probe, on: socket) else { return ["client \(peer) (its probe could not be sent)"] }
         }
         for (peer, socket) in workers.enumerated() {
             let register = Opq_V1_WorkerMessage.with {
@@ -90,7 +96,7 @@ struct FuzzPeers {
                     $0.queueFilter = .with { $0.queues = [] }
                 }
             }
-            _ = try socket.send(try Frames.encode(register))
+            guard try deliver(try Frames.encode(register), on: socket) else { return ["worker \(peer) (its probe could not be sent)"] }
         }
         var pending = Set(clients.indices.map { "client \($0)" } + workers.indices.map { "worker \($0)" })
         while !pending.isEmpty, Date() < deadline {

@@ -31,6 +31,11 @@ struct HostileMessages {
         case twoWatches = "two-watches"
         /// Megabyte progress reports (kept without bound).
         case hugeProgress = "huge-progress"
+        /// Prune requests from hostile clients. Found by this test: a Prune handled in the same turn as
+        /// (a) the finish a Wait was waiting for makes the coordinator answer the Wait with an
+        /// OperationInfo of id 0, which clients refuse; (b) a dispatch decided earlier in the turn makes it
+        /// send that dispatch with the pruned operation's emptied work, which workers refuse.
+        case prune = "prune"
     }
 
     /// One message: `frames` sent by peer `peer` of `target`; a `reconnect` has no frames and means
@@ -115,8 +120,8 @@ struct HostileMessages {
         return Message(target: .workers, peer: peer, kind: .foreignReports, frames: encode(message, raw: raw))
     }
 
-    /// A valid message, then 1–4 byte-level mutations; with `ids-2^63` avoided, mutants that would decode
-    /// with a varint ≥ 2^63 are drawn again.
+    /// A valid message, then 1–4 byte-level mutations. Mutants that would hit an avoided crash (a varint
+    /// ≥ 2^63 anywhere, a second Watch on a connection, a Prune) are drawn again.
     private mutating func mutated() -> Message {
         while true {
             let toClients = bool()
@@ -124,10 +129,12 @@ struct HostileMessages {
             var frames = toClients ? encode(clientRequest()) : encode(workerMessage(peer: peer))
             for _ in 0..<1 + int(4) { mutate(&frames) }
             if avoid.contains(.idsAbove63), frames.count > 1, ProtobufScan.hasVarint(atLeast: 1 << 63, in: frames[1]) { continue }
-            if toClients, avoid.contains(.twoWatches), frames.count > 1,
-               let request = try? Opq_V1_ClientRequest(serializedBytes: frames[1]), case .watch = request.body {
-                if watching.contains(peer) { continue }
-                watching.insert(peer)
+            if toClients, frames.count > 1, let request = try? Opq_V1_ClientRequest(serializedBytes: frames[1]) {
+                if case .prune = request.body, avoid.contains(.prune) { continue }
+                if case .watch = request.body, avoid.contains(.twoWatches) {
+                    if watching.contains(peer) { continue }
+                    watching.insert(peer)
+                }
             }
             return Message(target: toClients ? .clients : .workers, peer: peer, kind: .mutated, frames: frames)
         }
@@ -210,7 +217,12 @@ struct HostileMessages {
                     // A wait without a timeout stays until its target finishes: most carry one.
                     if int(8) != 0 { $0.timeoutSeconds = pick([0, 0.001, 0.5, seconds()]) }
                 }
-            case 13: request.prune = .with { if bool() { $0.olderThanSeconds = seconds() } }
+            case 13:
+                if avoid.contains(.prune) {
+                    request.listJobs = Opq_V1_ListJobs()
+                } else {
+                    request.prune = .with { if bool() { $0.olderThanSeconds = seconds() } }
+                }
             case 14: request.listQueues = Opq_V1_ListQueues()
             default: request.listWorkers = Opq_V1_ListWorkers()
             }
