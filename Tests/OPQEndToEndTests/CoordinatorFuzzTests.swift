@@ -98,7 +98,8 @@ import ZeroMQ
             // Every peer's earlier messages are handled once its own probe is answered (one pipe each).
             let unanswered = try peers.probe(within: 120)
             guard unanswered.isEmpty else {
-                Issue.record(Comment(rawValue: failure("no answer to the probe of \(unanswered.joined(separator: ", "))")))
+                Issue.record(Comment(rawValue: failure("no answer to the probe of \(unanswered.joined(separator: ", ")) "
+                                                       + "(invalid messages: \(peers.invalidReplies))")))
                 return
             }
             guard cluster.coordinator!.isRunning else {
@@ -119,7 +120,8 @@ import ZeroMQ
         }
         let mix = HostileMessages.Kind.allCases.map { "\($0.rawValue) \(kinds[$0, default: 0])" }.joined(separator: ", ")
         print("coordinator fuzz: done: \(sent) messages (\(mix)), 0 crashes, peak RSS \(peakRSS) MB, "
-              + "\(peers.received) messages back, \(Int(Date().timeIntervalSince(started))) s, seed \(settings.seed)")
+              + "\(peers.received) messages back, \(peers.probesRepeated) probes repeated, "
+              + "\(Int(Date().timeIntervalSince(started))) s, seed \(settings.seed)")
     }
 
     /// A one-operation job on the canary queue, which only the real worker serves: it must succeed and

@@ -80,15 +80,61 @@ struct FuzzPeers {
 
     /// Asks every peer's connection a question whose answer comes only after everything the peer sent
     /// before it was handled: a ListQueues for clients, a Register (no slots, no queues) for workers.
-    /// Returns the peers not answered within `seconds` (`client 0`, `worker 2`); empty when all were.
+    /// A question is asked again every 10 s until answered: a peer too starved to answer libzmq's
+    /// heartbeats for 5 s is dropped by the coordinator's clients socket, and what was in flight is lost
+    /// with the connection (the DEALER reconnects by itself). Returns the peers not answered within
+    /// `seconds` (`client 0`, `worker 2`), empty when all were; `probesRepeated` counts the repeats.
     mutating func probe(within seconds: Double) throws -> [String] {
         let deadline = Date().addingTimeInterval(seconds)
-        let marker = UInt64.max >> 3
-        for (peer, socket) in clients.enumerated() {
-            let probe = try Frames.encode(Opq_V1_ClientRequest.request(marker + UInt64(peer)) { $0.listQueues = Opq_V1_ListQueues() })
-            guard try deliver(probe, on: socket) else { return ["client \(peer) (its probe could not be sent)"] }
+        var pending = Set(clients.indices.map { Peer.client($0) } + workers.indices.map { Peer.worker($0) })
+        var asked = Date.distantPast
+        while !pending.isEmpty, Date() < deadline {
+            if Date().timeIntervalSince(asked) >= 10 {
+                if asked != .distantPast { probesRepeated += pending.count }
+                asked = Date()
+                for peer in pending {
+                    guard try ask(peer) else { return ["\(peer) (its probe could not be sent)"] }
+                }
+            }
+            var poller = Poller()
+            for socket in clients + workers { _ = try poller.add(socket) }
+            guard try poller.poll(timeout: 100) > 0 else { continue }
+            for (peer, socket) in clients.enumerated() {
+                while let message = receive(socket, from: .clients) {
+                    if case .toClient(let reply) = message, case .reply(let answer) = reply.body, answer.requestID == Self.probeID + UInt64(peer) {
+                        pending.remove(.client(peer))
+                    }
+                }
+            }
+            for (peer, socket) in workers.enumerated() {
+                while let message = receive(socket, from: .workers) {
+                    if case .toWorker(let order) = message, case .welcome = order.body { pending.remove(.worker(peer)) }
+                }
+            }
         }
-        for (peer, socket) in workers.enumerated() {
+        return pending.map(\.description).sorted()
+    }
+
+    /// Probes repeated because the first went unanswered for 10 s (see `probe(within:)`).
+    private(set) var probesRepeated = 0
+    static let probeID = UInt64.max >> 3
+
+    enum Peer: Hashable, CustomStringConvertible {
+        case client(Int), worker(Int)
+        var description: String {
+            switch self {
+            case .client(let peer): "client \(peer)"
+            case .worker(let peer): "worker \(peer)"
+            }
+        }
+    }
+
+    private mutating func ask(_ peer: Peer) throws -> Bool {
+        switch peer {
+        case .client(let peer):
+            let probe = try Frames.encode(Opq_V1_ClientRequest.request(Self.probeID + UInt64(peer)) { $0.listQueues = Opq_V1_ListQueues() })
+            return try deliver(probe, on: clients[peer])
+        case .worker(let peer):
             let register = Opq_V1_WorkerMessage.with {
                 $0.register = .with {
                     $0.protocolVersion = WireLimits.protocolVersion
@@ -96,27 +142,8 @@ struct FuzzPeers {
                     $0.queueFilter = .with { $0.queues = [] }
                 }
             }
-            guard try deliver(try Frames.encode(register), on: socket) else { return ["worker \(peer) (its probe could not be sent)"] }
+            return try deliver(try Frames.encode(register), on: workers[peer])
         }
-        var pending = Set(clients.indices.map { "client \($0)" } + workers.indices.map { "worker \($0)" })
-        while !pending.isEmpty, Date() < deadline {
-            var poller = Poller()
-            for socket in clients + workers { _ = try poller.add(socket) }
-            guard try poller.poll(timeout: 100) > 0 else { continue }
-            for (peer, socket) in clients.enumerated() {
-                while let message = receive(socket, from: .clients) {
-                    if case .toClient(let reply) = message, case .reply(let answer) = reply.body, answer.requestID == marker + UInt64(peer) {
-                        pending.remove("client \(peer)")
-                    }
-                }
-            }
-            for (peer, socket) in workers.enumerated() {
-                while let message = receive(socket, from: .workers) {
-                    if case .toWorker(let order) = message, case .welcome = order.body { pending.remove("worker \(peer)") }
-                }
-            }
-        }
-        return pending.sorted()
     }
 
     enum Received {
