@@ -45,7 +45,7 @@ import ZeroMQ
         let settings = Settings.fromEnvironment
         let avoided = settings.avoid.map(\.rawValue).sorted().joined(separator: ",")
         let replay = "OPQ_FUZZ_SEED=\(settings.seed) OPQ_FUZZ_AVOID=\(avoided.isEmpty ? "none" : avoided)"
-        print("coordinator fuzz: \(settings.messages) messages, seed \(settings.seed) (replay: \(replay))")
+        Self.report("\(settings.messages) messages, seed \(settings.seed) (replay: \(replay))")
         let cluster = try TestCluster()
         defer { cluster.stop() }
         // Quiet by default (a malformed message is a warning: a million of them would fill the disk).
@@ -113,13 +113,13 @@ import ZeroMQ
             let rss = Self.residentMegabytes(of: cluster.coordinator!.pid)
             peakRSS = max(peakRSS, rss)
             let rate = Double(sent) / max(Date().timeIntervalSince(started), 0.001)
-            print("coordinator fuzz: \(sent) messages, RSS \(rss) MB (peak \(peakRSS) MB), \(Int(rate)) messages/s")
+            Self.report("\(sent) messages, RSS \(rss) MB (peak \(peakRSS) MB), \(Int(rate)) messages/s")
             #expect(rss <= settings.maxRSSMegabytes, Comment(rawValue: failure("the coordinator's RSS is \(rss) MB")))
             #expect(peers.invalidReplies.isEmpty, Comment(rawValue: failure("invalid messages from the coordinator: \(peers.invalidReplies.prefix(3))")))
             if !peers.invalidReplies.isEmpty { return }
         }
         let mix = HostileMessages.Kind.allCases.map { "\($0.rawValue) \(kinds[$0, default: 0])" }.joined(separator: ", ")
-        print("coordinator fuzz: done: \(sent) messages (\(mix)), 0 crashes, peak RSS \(peakRSS) MB, "
+        Self.report("done: \(sent) messages (\(mix)), 0 crashes, peak RSS \(peakRSS) MB, "
               + "\(peers.received) messages back, \(peers.probesRepeated) probes repeated, "
               + "\(Int(Date().timeIntervalSince(started))) s, seed \(settings.seed)")
     }
@@ -136,6 +136,11 @@ import ZeroMQ
         let job = try client.finish(receipt.job, within: 60, cluster: cluster)
         #expect(job.counts.succeeded == 1, "the canary after \(batch) messages did not succeed: \(job)")
         #expect(Evidence.lines(file).last == token, "the canary after \(batch) messages left no evidence")
+    }
+
+    /// Prints a progress line at once (a long run's output must not wait in a pipe's buffer).
+    static func report(_ line: String) {
+        FileHandle.standardOutput.write(Data("coordinator fuzz: \(line)\n".utf8))
     }
 
     /// The process's resident set (VmRSS in /proc/PID/status) in MB; 0 when it cannot be read.
