@@ -84,11 +84,12 @@ struct FuzzPeers {
     /// heartbeats for 5 s is dropped by the coordinator's clients socket, and what was in flight is lost
     /// with the connection (the DEALER reconnects by itself). Returns the peers not answered within
     /// `seconds` (`client 0`, `worker 2`), empty when all were; `probesRepeated` counts the repeats.
-    mutating func probe(within seconds: Double) throws -> [String] {
+    /// Gives up early once `alive` says the coordinator is gone.
+    mutating func probe(within seconds: Double, while alive: () -> Bool) throws -> [String] {
         let deadline = Date().addingTimeInterval(seconds)
         var pending = Set(clients.indices.map { Peer.client($0) } + workers.indices.map { Peer.worker($0) })
         var asked = Date.distantPast
-        while !pending.isEmpty, Date() < deadline {
+        while !pending.isEmpty, Date() < deadline, alive() {
             if Date().timeIntervalSince(asked) >= 10 {
                 if asked != .distantPast { probesRepeated += pending.count }
                 asked = Date()

@@ -31,6 +31,10 @@ struct HostileMessages {
         case twoWatches = "two-watches"
         /// Megabyte progress reports (kept without bound).
         case hugeProgress = "huge-progress"
+        /// Peers closing their socket and connecting again (`reconnect`). Found by this test: libzmq 4.3.4
+        /// aborts the coordinator with `Assertion failed: !_io_error (src/stream_engine_base.cpp:331)` when
+        /// a connection's read error and its pending output come in one epoll batch (libzmq #4841).
+        case disconnects = "disconnects"
         /// Prune requests from hostile clients. Found by this test: a Prune handled in the same turn as
         /// (a) the finish a Wait was waiting for makes the coordinator answer the Wait with an
         /// OperationInfo of id 0, which clients refuse; (b) a dispatch decided earlier in the turn makes it
@@ -45,6 +49,24 @@ struct HostileMessages {
         let peer: Int
         let kind: Kind
         let frames: [[UInt8]]
+
+        /// `messages` as bytes, for replaying a failed batch: per message one byte target (0 clients,
+        /// 1 workers), one byte peer, one byte kind index, a 4-byte frame count, then each frame as a
+        /// 4-byte length and its bytes (little-endian); a reconnect has no frames.
+        static func archive(_ messages: [Message]) -> Data {
+            var data = Data()
+            func append(_ value: UInt32) { withUnsafeBytes(of: value.littleEndian) { data.append(contentsOf: $0) } }
+            for message in messages {
+                data.append(contentsOf: [message.target == .clients ? 0 : 1, UInt8(message.peer),
+                                         UInt8(Kind.allCases.firstIndex(of: message.kind) ?? 0)])
+                append(UInt32(message.frames.count))
+                for frame in message.frames {
+                    append(UInt32(frame.count))
+                    data.append(contentsOf: frame)
+                }
+            }
+            return data
+        }
 
         /// A one-line description for failure reports: kind, target, sizes, the first bytes in hex.
         var summary: String {
@@ -76,7 +98,7 @@ struct HostileMessages {
     mutating func next() -> Message {
         let roll = int(10_000)
         if roll < 2 { return huge() }
-        if roll < 7 {
+        if roll < 7, !avoid.contains(.disconnects) {
             let (target, peer) = (bool() ? Target.clients : .workers, int(peers))
             if target == .clients { watching.remove(peer) }
             return Message(target: target, peer: peer, kind: .reconnect, frames: [])
