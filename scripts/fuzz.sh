@@ -29,7 +29,7 @@ while [ $# -gt 0 ]; do
         --target) targets+=("$2"); shift ;;
         --no-libfuzzer) libfuzzer=0 ;;
         --no-coordinator) coordinator=0 ;;
-        -h|--help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) echo "fuzz.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
     esac
     shift
