@@ -35,6 +35,10 @@ struct HostileMessages {
         /// aborts the coordinator with `Assertion failed: !_io_error (src/stream_engine_base.cpp:331)` when
         /// a connection's read error and its pending output come in one epoll batch (libzmq #4841).
         case disconnects = "disconnects"
+        /// Operation timeouts above `WireLimits.maxSeconds`: the core accepts any finite timeout, and the
+        /// dispatch then carries one that workers refuse (issue 11: a value accepted at one edge and
+        /// refused at another).
+        case longTimeouts = "long-timeouts"
         /// Prune requests from hostile clients. Found by this test: a Prune handled in the same turn as
         /// (a) the finish a Wait was waiting for makes the coordinator answer the Wait with an
         /// OperationInfo of id 0, which clients refuse; (b) a dispatch decided earlier in the turn makes it
@@ -143,7 +147,7 @@ struct HostileMessages {
     }
 
     /// A valid message, then 1–4 byte-level mutations. Mutants that would hit an avoided crash (a varint
-    /// ≥ 2^63 anywhere, a second Watch on a connection, a Prune) are drawn again.
+    /// ≥ 2^63 anywhere, a second Watch on a connection, a Prune, a timeout too long) are drawn again.
     private mutating func mutated() -> Message {
         while true {
             let toClients = bool()
@@ -153,6 +157,10 @@ struct HostileMessages {
             if avoid.contains(.idsAbove63), frames.count > 1, ProtobufScan.hasVarint(atLeast: 1 << 63, in: frames[1]) { continue }
             if toClients, frames.count > 1, let request = try? Opq_V1_ClientRequest(serializedBytes: frames[1]) {
                 if case .prune = request.body, avoid.contains(.prune) { continue }
+                if case .submit(let submit) = request.body, avoid.contains(.longTimeouts),
+                   submit.operations.contains(where: { $0.hasTimeoutSeconds && $0.timeoutSeconds.isFinite && $0.timeoutSeconds > WireLimits.maxSeconds }) {
+                    continue
+                }
                 if case .watch = request.body, avoid.contains(.twoWatches) {
                     if watching.contains(peer) { continue }
                     watching.insert(peer)
@@ -289,7 +297,11 @@ struct HostileMessages {
                 }
                 spec.priority = pick([0, -8, 8, Int32.max, Int32.min])
                 spec.retries = pick([0, 1, WireLimits.maxRetries, WireLimits.maxRetries &+ 1, UInt32.max])
-                if bool() { spec.timeoutSeconds = seconds() }
+                if bool() {
+                    let timeout = seconds()
+                    let tooLong = timeout.isFinite && timeout > WireLimits.maxSeconds && avoid.contains(.longTimeouts)
+                    spec.timeoutSeconds = tooLong ? WireLimits.maxSeconds : timeout
+                }
                 if int(4) == 0 { spec.labels = [pick(["gpu", "", "host"]): pick(["1", ""])] }
                 spec.barrier = int(8) == 0
                 spec.requires = bool() ? .success : .any
