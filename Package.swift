@@ -15,6 +15,7 @@ let package = Package(
         .library(name: "OPQCoordinator", targets: ["OPQCoordinator"]),
         .library(name: "OPQClient", targets: ["OPQClient"]),
         .library(name: "OPQDashboard", targets: ["OPQDashboard"]),
+        .library(name: "OPQJobFile", targets: ["OPQJobFile"]),
         .executable(name: "opq-coordinator", targets: ["opq-coordinator"]),
         .executable(name: "opq-worker", targets: ["opq-worker"]),
         .executable(name: "opq-bench", targets: ["opq-bench"]),

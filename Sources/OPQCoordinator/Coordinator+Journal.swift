@@ -215,6 +215,12 @@ extension Coordinator {
     func prune(_ request: Opq_V1_Prune, requestID: UInt64, identity: [UInt8]) throws {
         let cutoff = request.hasOlderThanSeconds ? Date().timeIntervalSince1970 - request.olderThanSeconds : nil
         guard try absorbAndCommit() else { return refusePrune(requestID: requestID, identity: identity) }
+        // Waits this turn satisfied are answered now, while what they name still exists: a wait must never
+        // be answered with an operation the prune already forgot.
+        if somethingFinished {
+            somethingFinished = false
+            answerSatisfiedWaiters()
+        }
         var pruning = core
         var pruned: [Scheduler.PrunedJob] = []
         for number in 1...max(1, UInt64(core.jobCount)) where number <= UInt64(core.jobCount) {
