@@ -28,7 +28,7 @@ extension AgentConnection {
     /// Ends the loop once a stop has nothing left to wait for: every attempt reported, the reports and
     /// the `Goodbye` sent — or no coordinator reachable for one more ``window``.
     func finishIfStopped(now: Double) {
-        guard stopLevel > .running, runner.held.isEmpty else { return }
+        guard stopLevel > .running, runner.held.isEmpty, signalledFromOutside.isEmpty else { return }
         absorbEvents()  // the runner posts an attempt's last event before it stops holding it
         if case .ready = phase {
             flush(now: now)

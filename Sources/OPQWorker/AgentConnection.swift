@@ -95,6 +95,9 @@ final class AgentConnection {
     var undeliveredSince: Double?
     /// The stop is complete: ``run()`` returns.
     var done = false
+    /// Attempts whose command a SIGTERM from outside opq killed, held until `until` in case this worker
+    /// is being stopped by the same hand (``AgentConnection/holdIfSignalledFromOutside(_:now:)``).
+    var signalledFromOutside: [(completion: Completion, until: Double)] = []
 
     var configuration: WorkerConfiguration { agent.configuration }
     var runner: AttemptRunner { agent.runner }
@@ -129,6 +132,7 @@ final class AgentConnection {
             absorbEvents()
             receiveAll(now: now)
             applyStopRequest(now: now)
+            releaseSignalledFromOutside(now: now)
             try advance(now: now)
             // An attempt dispatched by this turn's orders has usually started by now (on the local
             // queue's thread): its `started` goes out in this turn's Reports, not one poll later.
@@ -150,6 +154,7 @@ final class AgentConnection {
         }
         if let leaseExpiry { deadline = min(deadline, leaseExpiry) }
         if let since = undeliveredSince { deadline = min(deadline, since + window) }
+        if let held = signalledFromOutside.first { deadline = min(deadline, held.until) }
         if let socketItem {
             var events = PollEvents.readable
             if sendBlocked { events.insert(.writable) }
@@ -188,6 +193,7 @@ final class AgentConnection {
                 }
                 continue
             }
+            if case .finished(let completion) = event, holdIfSignalledFromOutside(completion, now: MonotonicClock.now()) { continue }
             outbox.add(event)
             // Metadata is passed per call (built only if the message is logged): copying the logger
             // with attempt metadata on every event cost a quarter of the worker's CPU.

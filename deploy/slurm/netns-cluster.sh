@@ -1,0 +1,156 @@
+#!/usr/bin/env bash
+# A throw-away multi-node Slurm on ONE machine, for trying opq-run.sbatch across "machines" and for opq's
+# tests: each compute node is a slurmd in a network namespace of its own (its own address, its own
+# loopback), all on a private bridge with slurmctld in the root namespace. The nodes share this host's
+# file system (as cluster nodes share a home directory) and its munge socket, nothing else: a process on
+# node 1 reaches node 2 only through the bridge, by address. Needs root, iproute2, slurm-wlm and munge.
+#
+#   deploy/slurm/netns-cluster.sh start DIR NODES   # nodes opq-n1 … opq-nN; prints "export SLURM_CONF=…"
+#   deploy/slurm/netns-cluster.sh stop DIR          # jobs, daemons, namespaces, bridge: all removed
+#
+# Everything else (config, munge key, state, spool, logs) lives in DIR. Each node announces this host's
+# real CPUs and memory (`slurmd -C`), so N nodes oversubscribe the machine N times: fine for tests.
+set -euo pipefail
+
+usage() { echo "usage: $0 start DIR NODES | stop DIR" >&2; exit 2; }
+[ $# -ge 2 ] || usage
+action=$1
+dir=$(realpath -m "$2")
+
+# A TCP port nobody listens on now (the kernel's pick for a bind to port 0).
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("0.0.0.0", 0)); print(s.getsockname()[1])'; }
+
+# The names of what `start` made, read back by `stop` (so stop works from any shell).
+load_names() { [ -s "$dir/names" ] && . "$dir/names"; }
+
+stop() {
+    local name pidfile pid proc i
+    load_names || true
+    if [ -s "$dir/run/slurmctld.pid" ] && kill -0 "$(cat "$dir/run/slurmctld.pid")" 2>/dev/null; then
+        SLURM_CONF="$dir/slurm.conf" scancel --user=root 2>/dev/null || true
+        for _ in $(seq 150); do
+            [ -z "$(SLURM_CONF="$dir/slurm.conf" squeue -h -o %i 2>/dev/null)" ] && break
+            sleep 0.1
+        done
+    fi
+    for pidfile in "$dir"/run/slurmd-*.pid "$dir/run/slurmctld.pid" "$dir/run/munged.pid"; do
+        [ -s "$pidfile" ] || continue
+        pid=$(cat "$pidfile")
+        kill -TERM "$pid" 2>/dev/null || continue
+        for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+        kill -KILL "$pid" 2>/dev/null || true
+    done
+    # Step daemons of jobs that did not end: those with a file open under DIR.
+    for proc in /proc/[0-9]*; do
+        [ "$(cat "$proc/comm" 2>/dev/null)" = slurmstepd ] || continue
+        ls -l "$proc/fd" 2>/dev/null | grep -q " $dir/" && kill -KILL "${proc#/proc/}" 2>/dev/null || true
+    done
+    if [ -n "${prefix:-}" ]; then
+        for i in $(seq "${nodes:-0}"); do
+            # Whatever still runs in the namespace (a worker a test left behind) goes with it.
+            for pid in $(ip netns pids "$prefix-n$i" 2>/dev/null); do kill -KILL "$pid" 2>/dev/null || true; done
+            ip netns del "$prefix-n$i" 2>/dev/null || true
+        done
+        ip link del "$prefix-br" 2>/dev/null || true
+    fi
+}
+
+start() {
+    local nodes=${1:?usage: $0 start DIR NODES}
+    [[ "$nodes" =~ ^[1-9][0-9]?$ ]] || { echo "$0: NODES must be 1…99, not '$nodes'" >&2; exit 2; }
+    command -v slurmctld >/dev/null && command -v munged >/dev/null && command -v ip >/dev/null ||
+        { echo "$0: slurmctld, munged or ip missing: run scripts/bootstrap.sh --slurm --netns" >&2; exit 2; }
+    [ "$(id -u)" -eq 0 ] || { echo "$0: needs root (network namespaces; slurmd runs jobs as their user)" >&2; exit 2; }
+    mkdir -p "$dir"/{run,log,state,spool,munge}
+    chmod 0700 "$dir/munge"
+
+    # A bridge and a /24 nobody on this host uses: 10.231.S.0/24, S from this shell's pid.
+    local prefix subnet i
+    prefix="opqs$(( $$ % 100000 ))"
+    for i in $(seq 0 254); do
+        subnet="10.231.$(( ($$ + i) % 255 ))"
+        ip -4 addr show | grep -q " $subnet\." || break
+    done
+    printf 'prefix=%s\nnodes=%s\nsubnet=%s\n' "$prefix" "$nodes" "$subnet" >"$dir/names"
+    ip link add "$prefix-br" type bridge
+    ip addr add "$subnet.1/24" dev "$prefix-br"
+    ip link set "$prefix-br" up
+    for i in $(seq "$nodes"); do
+        ip netns add "$prefix-n$i"
+        ip link add "$prefix-v$i" type veth peer name eth0 netns "$prefix-n$i"
+        ip link set "$prefix-v$i" master "$prefix-br" up
+        ip -n "$prefix-n$i" addr add "$subnet.$(( i + 1 ))/24" dev eth0
+        ip -n "$prefix-n$i" link set eth0 up
+        ip -n "$prefix-n$i" link set lo up
+    done
+
+    dd if=/dev/urandom of="$dir/munge/munge.key" bs=1024 count=1 status=none
+    chmod 0400 "$dir/munge/munge.key"
+    munged --force --key-file="$dir/munge/munge.key" --socket="$dir/munge/munge.socket" \
+        --pid-file="$dir/run/munged.pid" --log-file="$dir/log/munged.log" --seed-file="$dir/munge/seed"
+
+    local hardware node_lines=""
+    hardware=$(slurmd -C | head -1 | sed 's/^NodeName=[^ ]* //; s/ UpTime=.*//')
+    for i in $(seq "$nodes"); do
+        node_lines+="NodeName=opq-n$i NodeAddr=$subnet.$(( i + 1 )) NodeHostname=opq-n$i $hardware State=UNKNOWN"$'\n'
+    done
+    cat >"$dir/slurm.conf" <<CONF
+# Generated by deploy/slurm/netns-cluster.sh: $nodes nodes in network namespaces, no cgroups, under $dir.
+ClusterName=opq-netns
+SlurmctldHost=$(hostname -s)($subnet.1)
+SlurmctldPort=$(free_port)
+SlurmdPort=6818
+SlurmUser=root
+SlurmdUser=root
+AuthType=auth/munge
+CredType=cred/munge
+AuthInfo=socket=$dir/munge/munge.socket
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+JobAcctGatherType=jobacct_gather/none
+AccountingStorageType=accounting_storage/none
+SelectType=select/cons_tres
+SelectTypeParameters=CR_Core
+SchedulerType=sched/backfill
+StateSaveLocation=$dir/state
+SlurmdSpoolDir=$dir/spool/%n
+SlurmctldPidFile=$dir/run/slurmctld.pid
+SlurmdPidFile=$dir/run/slurmd-%n.pid
+SlurmctldLogFile=$dir/log/slurmctld.log
+SlurmdLogFile=$dir/log/slurmd-%n.log
+SlurmctldDebug=info
+SlurmdDebug=info
+ReturnToService=2
+KillWait=5
+MinJobAge=300
+InactiveLimit=0
+MpiDefault=none
+${node_lines}PartitionName=opq Nodes=opq-n[1-$nodes] Default=YES MaxTime=INFINITE State=UP OverSubscribe=NO
+CONF
+    export SLURM_CONF="$dir/slurm.conf"
+    slurmctld -f "$SLURM_CONF"
+    for i in $(seq "$nodes"); do
+        mkdir -p "$dir/spool/opq-n$i"
+        # nsenter, not `ip netns exec`: that one remounts /sys, hiding /sys/fs/cgroup from slurmd.
+        nsenter --net="/run/netns/$prefix-n$i" slurmd -f "$SLURM_CONF" -N "opq-n$i"
+    done
+    local idle=0
+    for _ in $(seq 300); do
+        idle=$(sinfo -h -o '%t %D' 2>/dev/null | awk '$1 == "idle" { n += $2 } END { print n + 0 }' || true)
+        [ "$idle" -eq "$nodes" ] && break
+        sleep 0.1
+    done
+    if [ "$idle" -ne "$nodes" ]; then
+        echo "$0: $idle of $nodes nodes idle after 30 s; logs in $dir/log" >&2
+        tail -5 "$dir"/log/*.log >&2 || true
+        stop
+        exit 1
+    fi
+    echo "export SLURM_CONF=$SLURM_CONF"
+}
+
+case "$action" in
+    start) [ $# -eq 3 ] || usage; start "$3" ;;
+    stop) [ $# -eq 2 ] || usage; stop ;;
+    *) usage ;;
+esac
