@@ -115,7 +115,7 @@ import Testing
         #expect(badLog.contains("failed 1"), "\(badLog)")
     }
 
-    @Test func elasticWorkerJobsJoinDrainOnTermHandBackOnASecondTermAndAKilledJobIsRequeued() throws {
+    @Test func elasticWorkerJobsJoinDrainOnTermHandBackOnASecondTermAndKilledOrCancelledJobsAreRequeued() throws {
         let slurm = try SingleNodeSlurm()
         defer { slurm.stop() }
         let coordinator = try Run("opq-coordinator", ["--state", slurm.scratch.path("state"), "--heartbeat", "0.5",
@@ -186,8 +186,7 @@ import Testing
 
         // A worker killed mid-operation (SIGKILL to the batch shell, which is opq-worker; its commands die
         // with it by their parent-death signal): the coordinator finds the worker lost and requeues the
-        // operation. (A plain `scancel`, even with --signal=KILL, cancels the job: Slurm sends SIGTERM to
-        // every process first, the commands too, and their operations end failed — see README.)
+        // operation.
         let third = try submitJob(["d"])
         defer { third.watch.stop() }
         #expect(third.watch.waitForOutput("started   d (op-4) on slurm-\(spare)_1", within: 60), "\(third.watch.stdout)")
@@ -196,5 +195,18 @@ import Testing
         #expect(third.watch.waitForOutput("started   d (op-4) on slurm-\(last)_1", within: 60), "\(third.watch.stdout)")
         #expect(try slurm.run(Executables.path("opq"), ["wait", third.job], within: 60).status == 0)
         #expect(lines("d") == ["start", "start", "end"], "the killed attempt never finished; the requeued one did")
+
+        // A plain `scancel` cancels the job: Slurm sends SIGTERM to every process of it at once, the
+        // worker and its command alike. The command did not fail — its worker was taken away — so the
+        // operation is handed back and runs again on another worker, to its end.
+        let fourth = try submitJob(["e"])
+        defer { fourth.watch.stop() }
+        #expect(fourth.watch.waitForOutput("started   e (op-5) on slurm-\(last)_1", within: 60), "\(fourth.watch.stdout)")
+        let spare2 = try workers(1)
+        try slurm.run("/usr/bin/scancel", ["\(last)_1"])
+        #expect(fourth.watch.waitForOutput("started   e (op-5) on slurm-\(spare2)_1", within: 60), "\(fourth.watch.stdout)")
+        #expect(try slurm.run(Executables.path("opq"), ["wait", fourth.job], within: 60).status == 0)
+        #expect(lines("e") == ["start", "start", "end"], "cancelled with its worker, then run to its end elsewhere")
+        #expect(try attempts("op-5") == 2)
     }
 }
