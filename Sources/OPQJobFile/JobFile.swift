@@ -62,6 +62,15 @@ public struct JobFile: Sendable {
         return job
     }
 
+    /// `--force`: the file with every operation's `inputs`/`outputs` dropped, so none is skipped as up to date.
+    public func forcingEveryOperation() -> JobFile {
+        var copy = self
+        for k in copy.submission.operations.indices {
+            copy.submission.operations[k].work = copy.submission.operations[k].work.withFiles(inputs: [], outputs: [])
+        }
+        return copy
+    }
+
     /// Runs the scheduler's submission checks on a throwaway scheduler and locates any refusal.
     func check() throws(JobFileError) {
         var scheduler = Scheduler()

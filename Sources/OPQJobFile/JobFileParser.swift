@@ -28,6 +28,9 @@ struct JobFileParser {
     var fieldLines: [Int: [String: Int]] = [:]
     var queueLines: [String: Int] = [:]
     var queueSettings: [(queue: String, settings: QueueSettings)] = []
+    /// The file's `foreach` groups, and which group and template name each operation made by one has.
+    var foreachGroups: [ForeachGroup] = []
+    var foreachMembers: [Int: (group: Int, name: String)] = [:]
 
     init(file: String) { reader = NodeReader(file: file) }
 
@@ -52,7 +55,14 @@ struct JobFileParser {
         guard !sequence.isEmpty else {
             throw reader.error(at: list, nil, field: "operations", "the operations list is empty; a job needs at least one operation")
         }
-        for item in sequence { try parseOperation(item, index: operations.count) }
+        for item in sequence {
+            if case .mapping(let mapping) = item, mapping.contains(where: { $0.key.string == "foreach" }) {
+                try parseForeach(item)
+            } else {
+                try parseOperation(item, index: operations.count)
+            }
+        }
+        try resolveForeachDependencies()
     }
 
     private mutating func parseDefaults(_ node: Node) throws(JobFileError) {

@@ -5,9 +5,11 @@ import OPQJobFile
 /// Reading a job file for a command: any mistake is printed (`FILE:LINE: …`) and ends the command with
 /// exit status 2, before anything is submitted.
 enum JobFileLoading {
-    static func load(_ path: String) throws(ExitStatus) -> JobFile {
+    /// `force`: drop `inputs`/`outputs`, so every operation runs (`--force`).
+    static func load(_ path: String, force: Bool = false) throws(ExitStatus) -> JobFile {
         do {
-            return try JobFile.load(path: path)
+            let jobFile = try JobFile.load(path: path)
+            return force ? jobFile.forcingEveryOperation() : jobFile
         } catch {
             printError("\(error)")
             throw ExitStatus.usage

@@ -50,7 +50,8 @@ struct ShowCommand: ParsableCommand {
         print("op-\(info.id)\(info.name.isEmpty ? "" : " (\(info.name))")")
         print("  job:        job-\(info.job)")
         print("  queue:      \(info.queue)")
-        print("  state:      \(state)\(info.cancelled && info.state != .finished ? " (cancelled)" : "")")
+        print("  state:      \(state)\(info.cancelled && info.state != .finished ? " (cancelled)" : "")"
+              + (info.state == .finished && info.reason == .upToDate ? " (up to date: outputs newer than inputs, not run)" : ""))
         print("  priority:   \(info.queuePriority)")
         print("  attempts:   \(info.attempt)")
         if !info.worker.isEmpty { print("  worker:     \(info.worker)") }

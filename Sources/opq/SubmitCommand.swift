@@ -33,8 +33,11 @@ struct SubmitCommand: ParsableCommand {
     @Flag(help: "Print {\"job\": ID, \"operations\": [{\"id\": ID, \"name\": NAME}, ...]} instead of the job id.")
     var json = false
 
+    @Flag(help: "Run every operation, also those whose outputs: are up to date with their inputs:.")
+    var force = false
+
     func run() throws {
-        let jobFile = try JobFileLoading.load(file)
+        let jobFile = try JobFileLoading.load(file, force: force)
         let connection = try Connection.open(global.endpoint)
         let receipt: Opq_V1_SubmitAccepted
         do {
