@@ -20,6 +20,8 @@ public struct JobFile: Sendable {
     var fieldLines: [Int: [String: Int]]
     /// Queue name → line of its settings under `queues:`.
     var queueLines: [String: Int]
+    /// `after_jobs:`: jobs of the coordinator this file waits for (resolved by `opq submit`).
+    public var afterJobs: [JobID] = []
 
     /// Reads and parses the file at `path`.
     /// - Throws: ``JobFileError`` naming the file, line and field of the first mistake.
@@ -57,7 +59,8 @@ public struct JobFile: Sendable {
         var parser = JobFileParser(file: file)
         try parser.parse(root, endLine: text.split(separator: "\n", omittingEmptySubsequences: false).count)
         let job = JobFile(file: file, submission: Submission(parser.operations, queueSettings: parser.queueSettings),
-                          operationLines: parser.operationLines, fieldLines: parser.fieldLines, queueLines: parser.queueLines)
+                          operationLines: parser.operationLines, fieldLines: parser.fieldLines, queueLines: parser.queueLines,
+                          afterJobs: parser.afterJobs)
         try job.check()
         return job
     }

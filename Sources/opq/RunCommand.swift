@@ -43,6 +43,7 @@ struct RunCommand: ParsableCommand {
 
     func run() throws {
         let jobFile = try JobFileLoading.load(file, force: force)
+        if !jobFile.afterJobs.isEmpty { throw fail(.usage, "\(file): after_jobs names jobs of a running coordinator; use opq submit (opq run starts a fresh one)") }
         SignalTrap.install()
         let started = Date()
         let (cluster, connection) = try LocalCluster.startConnected(workers: workers, slots: slots ?? ProcessInfo.processInfo.activeProcessorCount)
