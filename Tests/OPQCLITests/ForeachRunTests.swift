@@ -3,6 +3,11 @@ import Testing
 
 /// `foreach` and `inputs:`/`outputs:` end to end: `opq run` with its private coordinator and workers.
 @Suite(.serialized) struct ForeachRunTests {
+    /// `opq ARGUMENTS` run in `directory`: globs and relative paths are taken where opq runs (its local workers inherit it).
+    static func opq(in directory: String, _ arguments: [String], scratch: Scratch) throws -> Run {
+        try Run("/bin/sh", ["-c", "cd \"$1\" && shift && exec \"$@\"", "sh", directory, Executables.path("opq")] + arguments, in: scratch)
+    }
+
     @Test func theMediaForeachExampleEncodesDrawsAndIndexesEveryWAV() throws {
         let scratch = try Scratch()
         defer { scratch.remove() }
@@ -14,6 +19,12 @@ import Testing
         for pitch in [220, 330, 440, 550] {
             #expect(run.stdout.contains("tone-\(pitch).flac") && run.stdout.contains("tone-\(pitch).png"), "the index lists both: \(run.stdout)")
         }
+        // Run again where the script worked: every output is newer than its inputs, so nothing runs.
+        let work = try #require(run.stdout.split(separator: "\n").first { $0.hasPrefix("working in ") }?.dropFirst("working in ".count))
+        let example2 = Executables.repository.appendingPathComponent("examples/media-foreach.yaml").path
+        let again = try Self.opq(in: String(work), ["run", example2], scratch: scratch)
+        #expect(again.finish(within: 120) == 0, "\(again.stdout)\(again.stderr)")
+        #expect(again.stdout.contains("succeeded 9 (9 up to date, not run)"), "\(again.stdout)")
     }
 
     @Test func anUnchangedPipelineRunsNothingAndATouchedInputRerunsExactlyItsChain() throws {
@@ -44,9 +55,7 @@ import Testing
             """)
         func run(_ extra: [String] = []) throws -> (stdout: String, ran: [String]) {
             try? FileManager.default.removeItem(atPath: scratch.path("ran.log"))
-            // Globs and relative paths are taken in the directory opq runs in (its workers inherit it).
-            let run = try Run("/bin/sh", ["-c", "cd \"$1\" && shift && exec \"$@\"", "sh", scratch.path(""),
-                                          Executables.path("opq"), "run", file, "--slots", "2"] + extra, in: scratch)
+            let run = try Self.opq(in: scratch.path(""), ["run", file, "--slots", "2"] + extra, scratch: scratch)
             #expect(run.finish(within: 120) == 0, "\(run.stdout)\(run.stderr)")
             let log = (try? String(contentsOfFile: scratch.path("ran.log"), encoding: .utf8)) ?? ""
             return (run.stdout, log.split(separator: "\n").map(String.init).sorted())
