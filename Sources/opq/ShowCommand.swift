@@ -43,6 +43,10 @@ struct ShowCommand: ParsableCommand {
             object["dependencies"] = info.dependencies
             object["labels"] = info.labels
             object["waiting"] = info.blockers.map(JSONOutput.blocker)
+            if info.state == .finished {  // as `opq watch --json`: "" for a plain success, "up to date", "exit status 1", …
+                object["reason"] = JobProgress.detail(outcome: info.outcome, reason: info.reason, exitCode: info.hasExitCode ? info.exitCode : nil,
+                                                      signal: info.hasSignal ? info.signal : nil)
+            }
             print(JSONOutput.string(object))
             return
         }
