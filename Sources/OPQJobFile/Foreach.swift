@@ -104,7 +104,7 @@ struct ForeachGroup {
     /// - Throws: a message for a placeholder the item cannot fill (the caller adds file, line and item).
     static func expand(_ spec: OperationSpec, _ arguments: [String], sequence: Int) throws(TemplateProblem) -> OperationSpec {
         var spec = spec
-        spec.name = "\(spec.name)/\(MapTemplate.name(for: arguments))"
+        spec.name = itemName(spec.name, arguments)
         switch spec.work {
         case .empty: break
         case .command(let command): spec.work = .command(try expand(command, arguments, sequence))
@@ -123,6 +123,11 @@ struct ForeachGroup {
         }
         spec.dependencies = dependencies
         return spec
+    }
+
+    /// `NAME/ITEM`, cut as `opq map` cuts its names if it would be too long.
+    static func itemName(_ name: String, _ arguments: [String]) -> String {
+        MapTemplate.name(for: ["\(name)/" + arguments.joined(separator: " ")])
     }
 
     /// A command's argv (a `/bin/sh -c SCRIPT` as a script whose values are quoted), environment and directory.
@@ -219,13 +224,16 @@ extension JobFileParser {
                                        subject: Self.subject(named: template.name), field: error.field,
                                        message: "item '\(MapTemplate.name(for: arguments))' (#\(i + 1)): \(error.message)")
                 }
+                var lines = templateLines[t].1
                 spec.dependencies = spec.dependencies.map { dependency in
                     guard case .name(let name) = dependency, group.names.contains(name) else { return dependency }
-                    return .name("\(name)/\(MapTemplate.name(for: arguments))")
+                    let bound = ForeachGroup.itemName(name, arguments)
+                    lines["after:\(bound)"] = lines["after:\(name)"]
+                    return .name(bound)
                 }
                 operations.append(spec)
                 operationLines[index] = templateLines[t].0
-                fieldLines[index] = templateLines[t].1
+                fieldLines[index] = lines
                 foreachMembers[index] = (groupIndex, template.name)
             }
         }
@@ -235,8 +243,9 @@ extension JobFileParser {
     mutating func resolveForeachDependencies() throws(JobFileError) {
         var instances: [String: [String]] = [:]
         var groupOf: [String: Int] = [:]
+        var plainNames: Set<String> = []
         for index in operations.indices {
-            guard let (group, name) = foreachMembers[index] else { continue }
+            guard let (group, name) = foreachMembers[index] else { plainNames.insert(operations[index].name); continue }
             instances[name, default: []].append(operations[index].name)
             groupOf[name] = group
         }
@@ -255,7 +264,7 @@ extension JobFileParser {
                         resolved.append(.name(target))
                         if fieldLines[index]?["after:\(target)"] == nil { fieldLines[index, default: [:]]["after:\(target)"] = line }
                     }
-                } else if let group = groupOf[name] {
+                } else if let group = groupOf[name], !plainNames.contains(name) {
                     let where_ = foreachGroups[group].line.map { " at line \($0)" } ?? ""
                     throw JobFileError(file: reader.file, line: line, subject: Self.subject(named: operations[index].name), field: "after",
                                        message: "'\(name)' runs once per item of the foreach\(where_); "

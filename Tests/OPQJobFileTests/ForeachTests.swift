@@ -165,6 +165,42 @@ import Testing
         }
     }
 
+    @Test func aPlainOperationKeepsItsNameBesideAGroupOfTheSameName() throws {
+        let job = try parse("""
+            operations:
+              - name: prep
+                command: ["true"]
+              - foreach: [a]
+                operations:
+                  - name: prep
+                    command: [echo]
+                  - name: use
+                    after: [prep]
+              - name: all
+                after: [prep]
+            """)
+        let ops = job.submission.operations
+        #expect(ops.map(\.name) == ["prep", "prep/a", "use/a", "all"])
+        #expect(ops[2].dependencies == [.name("prep/a")] && ops[3].dependencies == [.name("prep")])
+    }
+
+    @Test func aCycleWithinAGroupNamesTheItemsOperationsAndLines() {
+        do {
+            _ = try parse("""
+                operations:
+                  - foreach: [a]
+                    operations:
+                      - name: x
+                        after: [y]
+                      - name: y
+                        after: [x]
+                """)
+            Issue.record("a cycle was accepted")
+        } catch {
+            #expect("\(error)".contains("dependency cycle: 'x/a' (line 4) → 'y/a' (line 6) → 'x/a'") || "\(error)".contains("dependency cycle: 'y/a' (line 6) → 'x/a' (line 4) → 'y/a'"), "\(error)")
+        }
+    }
+
     @Test func inputsNeedACommand() {
         #expect(throws: JobFileError.self) {
             try parse("""
