@@ -55,8 +55,10 @@ struct ForeachGroup {
             items = try list(value, reader: reader)
         case "lines":
             let path = try reader.string(value, subject, field: kind)
-            guard let data = FileManager.default.contents(atPath: path) else {
-                throw reader.error(at: value, subject, field: kind, "cannot read the file '\(path)'")
+            // A regular file only: a device or FIFO (/dev/zero, /dev/stdin) could be read without end.
+            let type = (try? FileManager.default.attributesOfItem(atPath: path))?[.type] as? FileAttributeType
+            guard type == .typeRegular, let data = FileManager.default.contents(atPath: path) else {
+                throw reader.error(at: value, subject, field: kind, "cannot read '\(path)' as a regular file (relative to \(FileManager.default.currentDirectoryPath))")
             }
             do {
                 items = try MapInput.items(data, separator: UInt8(ascii: "\n"), source: path).map { [$0] }
@@ -66,10 +68,14 @@ struct ForeachGroup {
         default:
             let written = try reader.string(value, subject, field: kind)
             let bounds = written.split(separator: "..", omittingEmptySubsequences: false).map { Int($0.trimmingCharacters(in: .whitespaces)) }
-            guard bounds.count == 2, let low = bounds[0], let high = bounds[1], low <= high,
-                  high - low < Limits.maxOperationsPerSubmission else {
+            guard bounds.count == 2, let low = bounds[0], let high = bounds[1], low <= high else {
                 throw reader.error(at: value, subject, field: kind,
                                    "range must be FIRST..LAST with integers, FIRST ≤ LAST (e.g. 1..10), not '\(written)'")
+            }
+            let (span, overflow) = high.subtractingReportingOverflow(low)
+            guard !overflow, span < Limits.maxOperationsPerSubmission else {
+                throw reader.error(at: value, subject, field: kind,
+                                   "range \(written) makes more than \(Limits.maxOperationsPerSubmission) items (split the job)")
             }
             items = (low...high).map { [String($0)] }
         }

@@ -147,6 +147,18 @@ import Testing
          """, "jobs.yaml:2: foreach: glob '/nonexistent-opq/*.wav' matches no file (relative to \(FileManager.default.currentDirectoryPath))"),
         ("""
          operations:
+           - foreach: {range: -9223372036854775808..9223372036854775807}
+             operations:
+               - name: x
+         """, "jobs.yaml:2: foreach: range -9223372036854775808..9223372036854775807 makes more than 1000000 items (split the job)"),
+        ("""
+         operations:
+           - foreach: {lines: /dev/zero}
+             operations:
+               - name: x
+         """, "jobs.yaml:2: foreach: cannot read '/dev/zero' as a regular file (relative to \(FileManager.default.currentDirectoryPath))"),
+        ("""
+         operations:
            - foreach: [a]
              operations:
                - command: [echo]
