@@ -28,6 +28,9 @@ if [ "${1:-}" = "--tests" ] || [ "${1:-}" = "--deploy" ]; then
     command -v prometheus >/dev/null 2>&1 || missing+=(prometheus)
     command -v chromium >/dev/null 2>&1 || missing+=(chromium)
     command -v curl >/dev/null 2>&1 || missing+=(curl)
+    # The foreach media example (examples/media-foreach.yaml): WAV → FLAC and spectrograms.
+    command -v sox >/dev/null 2>&1 || missing+=(sox)
+    command -v flac >/dev/null 2>&1 || missing+=(flac)
 fi
 if [ ${#missing[@]} -gt 0 ]; then
     echo "bootstrap: installing ${missing[*]}" >&2

@@ -55,6 +55,8 @@ public enum FinishReason: UInt8, Sendable, CustomStringConvertible {
     case cancelRequested
     /// A dependency failed or was cancelled and the operation `requires: success`.
     case dependencyFailed
+    /// Its outputs were newer than its inputs, so the worker did not run it (job files' `outputs:`).
+    case upToDate
 
     public var description: String {
         switch self {
@@ -66,6 +68,7 @@ public enum FinishReason: UInt8, Sendable, CustomStringConvertible {
         case .lostWorker: "lost worker"
         case .cancelRequested: "cancel requested"
         case .dependencyFailed: "dependency failed"
+        case .upToDate: "up to date"
         }
     }
 }

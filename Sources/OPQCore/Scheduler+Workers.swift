@@ -239,7 +239,7 @@ extension Scheduler {
         workers[worker].lastSeen = time
         guard let index = current(operation, attempt: attempt, worker: worker) else { return false }
         if report.status == .succeeded {
-            enqueueFinish(index, .succeeded, .completed, report: report)
+            enqueueFinish(index, .succeeded, report.reason == .upToDate ? .upToDate : .completed, report: report)
         } else if operations[index].isCancelled {
             enqueueFinish(index, .cancelled, .cancelRequested, report: report)
         } else if operations[index].killReason == .timeout {

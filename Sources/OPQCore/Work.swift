@@ -6,6 +6,11 @@ public struct Command: Hashable, Sendable {
     public var environment: [String: String]
     /// Working directory; nil = the worker's.
     public var workingDirectory: String?
+    /// Files the command reads (job files' `inputs:`; relative to the working directory; `*` globs).
+    public var inputs: [String] = []
+    /// Files it makes (`outputs:`): when all exist and none is older than any input, the worker
+    /// finishes the operation `succeeded`/`upToDate` without running it.
+    public var outputs: [String] = []
 
     /// Creates a command.
     public init(_ argv: [String], environment: [String: String] = [:], workingDirectory: String? = nil) {
@@ -33,4 +38,19 @@ public enum Work: Hashable, Sendable {
 
     /// True for `.empty`.
     public var isEmpty: Bool { if case .empty = self { true } else { false } }
+
+    /// The same work with every command's ``Command/inputs`` and ``Command/outputs`` set (`[]`, `[]`: cleared).
+    public func withFiles(inputs: [String], outputs: [String]) -> Work {
+        func set(_ command: Command) -> Command {
+            var command = command
+            command.inputs = inputs
+            command.outputs = outputs
+            return command
+        }
+        switch self {
+        case .command(let command): return .command(set(command))
+        case .commands(let commands): return .commands(commands.map(set))
+        case .empty, .handler: return self
+        }
+    }
 }

@@ -20,6 +20,8 @@ public struct JobFile: Sendable {
     var fieldLines: [Int: [String: Int]]
     /// Queue name → line of its settings under `queues:`.
     var queueLines: [String: Int]
+    /// `after_jobs:`: jobs of the coordinator this file waits for (resolved by `opq submit`).
+    public var afterJobs: [JobID] = []
 
     /// Reads and parses the file at `path`.
     /// - Throws: ``JobFileError`` naming the file, line and field of the first mistake.
@@ -57,9 +59,19 @@ public struct JobFile: Sendable {
         var parser = JobFileParser(file: file)
         try parser.parse(root, endLine: text.split(separator: "\n", omittingEmptySubsequences: false).count)
         let job = JobFile(file: file, submission: Submission(parser.operations, queueSettings: parser.queueSettings),
-                          operationLines: parser.operationLines, fieldLines: parser.fieldLines, queueLines: parser.queueLines)
+                          operationLines: parser.operationLines, fieldLines: parser.fieldLines, queueLines: parser.queueLines,
+                          afterJobs: parser.afterJobs)
         try job.check()
         return job
+    }
+
+    /// `--force`: the file with every operation's `inputs`/`outputs` dropped, so none is skipped as up to date.
+    public func forcingEveryOperation() -> JobFile {
+        var copy = self
+        for k in copy.submission.operations.indices {
+            copy.submission.operations[k].work = copy.submission.operations[k].work.withFiles(inputs: [], outputs: [])
+        }
+        return copy
     }
 
     /// Runs the scheduler's submission checks on a throwaway scheduler and locates any refusal.

@@ -4,7 +4,7 @@ import Yams
 extension JobFileParser {
     static let operationFields = [
         "name", "command", "shell", "commands", "handler", "payload", "after", "requires", "priority", "qos",
-        "retries", "timeout", "env", "cwd", "labels", "queue", "barrier",
+        "retries", "timeout", "env", "cwd", "labels", "queue", "barrier", "inputs", "outputs",
     ]
     /// The keys that say what an operation does; at most one per operation.
     static let workFields = ["command", "shell", "commands", "handler"]
@@ -49,7 +49,7 @@ extension JobFileParser {
         var workingDirectory = defaults.workingDirectory
         if let node = fields["cwd"] { workingDirectory = try reader.name(node, subject, field: "cwd") }
         let makesProcesses = fields["command"] != nil || fields["shell"] != nil || fields["commands"] != nil
-        for key in ["env", "cwd"] where fields[key] != nil && !makesProcesses {
+        for key in ["env", "cwd", "inputs", "outputs"] where fields[key] != nil && !makesProcesses {
             throw reader.error(at: fields.keyNode(key), subject, field: key,
                                "\(key) applies only to command, shell or commands, and this operation runs none")
         }
@@ -106,8 +106,18 @@ extension JobFileParser {
             case "labels": spec.labels = try reader.stringMap(value, subject, field: key)
             case "queue": spec.queue = try reader.name(value, subject, field: key)
             case "barrier": spec.isBarrier = try reader.bool(value, subject, field: key)
+            case "inputs", "outputs": break  // below, once the commands are known
             default: _ = keyNode  // name, payload, env, cwd: read above
             }
+        }
+        if fields["inputs"] != nil || fields["outputs"] != nil {
+            let inputs = try fields["inputs"].map { (node) throws(JobFileError) in
+                try reader.strings(node, subject, field: "inputs", allowSingle: true, what: "a list of file paths").map(\.value)
+            } ?? []
+            let outputs = try fields["outputs"].map { (node) throws(JobFileError) in
+                try reader.strings(node, subject, field: "outputs", allowSingle: true, what: "a list of file paths").map(\.value)
+            } ?? []
+            spec.work = spec.work.withFiles(inputs: inputs, outputs: outputs)
         }
         fieldLines[k] = lines
         operations.append(spec)

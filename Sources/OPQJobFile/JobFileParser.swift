@@ -16,7 +16,7 @@ struct OperationDefaults {
 
 /// Turns a composed document into a ``Submission``, recording where each operation and field is.
 struct JobFileParser {
-    static let topLevelFields = ["queue", "queues", "defaults", "operations"]
+    static let topLevelFields = ["queue", "queues", "defaults", "operations", "after_jobs"]
     static let queueFields = ["maxConcurrent", "suspended"]
     static let defaultFields = ["priority", "requires", "retries", "timeout", "env", "cwd", "qos"]
 
@@ -28,6 +28,11 @@ struct JobFileParser {
     var fieldLines: [Int: [String: Int]] = [:]
     var queueLines: [String: Int] = [:]
     var queueSettings: [(queue: String, settings: QueueSettings)] = []
+    /// The file's `foreach` groups, and which group and template name each operation made by one has.
+    var foreachGroups: [ForeachGroup] = []
+    var foreachMembers: [Int: (group: Int, name: String)] = [:]
+    /// `after_jobs:`: jobs every operation waits for (see ``JobFile/waiting(forJobs:operations:)``).
+    var afterJobs: [JobID] = []
 
     init(file: String) { reader = NodeReader(file: file) }
 
@@ -42,6 +47,14 @@ struct JobFileParser {
         }
         if let node = top["defaults"] { try parseDefaults(node) }
         if let node = top["queues"] { try parseQueues(node) }
+        if let node = top["after_jobs"] {
+            for (written, item) in try reader.strings(node, nil, field: "after_jobs", allowSingle: true, what: "a list of job ids (job-12)") {
+                guard let id = UInt64(written.hasPrefix("job-") ? String(written.dropFirst(4)) : written), id > 0 else {
+                    throw reader.error(at: item, nil, field: "after_jobs", "after_jobs lists job ids like job-12, not '\(written)'")
+                }
+                afterJobs.append(JobID(id))
+            }
+        }
         guard let list = top["operations"] else {
             throw reader.error(at: root, nil, field: "operations", "no 'operations' list; a job file needs at least one operation")
         }
@@ -52,7 +65,14 @@ struct JobFileParser {
         guard !sequence.isEmpty else {
             throw reader.error(at: list, nil, field: "operations", "the operations list is empty; a job needs at least one operation")
         }
-        for item in sequence { try parseOperation(item, index: operations.count) }
+        for item in sequence {
+            if case .mapping(let mapping) = item, mapping.contains(where: { $0.key.string == "foreach" }) {
+                try parseForeach(item)
+            } else {
+                try parseOperation(item, index: operations.count)
+            }
+        }
+        try resolveForeachDependencies()
     }
 
     private mutating func parseDefaults(_ node: Node) throws(JobFileError) {

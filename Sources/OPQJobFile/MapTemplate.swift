@@ -26,12 +26,13 @@ public struct MapTemplate: Sendable, Equatable {
     public let usesShell: Bool
 
     /// Parses `words` (the command after `--`, before any `:::`). Fails on an empty template.
-    public init(_ words: [String], shell: Bool) throws(MapTemplateError) {
+    /// `appendsArguments: false` (job files' `foreach`) leaves a template without placeholders as written.
+    public init(_ words: [String], shell: Bool, appendsArguments: Bool = true) throws(MapTemplateError) {
         guard !words.isEmpty, !(words.count == 1 && words[0].isEmpty) else { throw .emptyCommand }
         if let bad = words.firstIndex(where: { $0.utf8.contains(0) }) { throw .nulInCommand(word: bad + 1) }
         var parsed = words.map(Placeholder.pieces)
         let hasPlaceholder = parsed.contains { $0.contains { if case .placeholder = $0 { true } else { false } } }
-        if !hasPlaceholder { parsed.append([.placeholder(.arguments(.whole))]) }
+        if !hasPlaceholder && appendsArguments { parsed.append([.placeholder(.arguments(.whole))]) }
         self.words = parsed
         usesShell = shell
     }

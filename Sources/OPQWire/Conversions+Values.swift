@@ -115,6 +115,7 @@ extension Opq_V1_FinishReason {
         case .lostWorker: self = .lostWorker
         case .cancelRequested: self = .cancelRequested
         case .dependencyFailed: self = .dependencyFailed
+        case .upToDate: self = .upToDate
         }
     }
 
@@ -129,6 +130,7 @@ extension Opq_V1_FinishReason {
         case .lostWorker: .lostWorker
         case .cancelRequested: .cancelRequested
         case .dependencyFailed: .dependencyFailed
+        case .upToDate: .upToDate
         case .none, .UNRECOGNIZED: nil
         }
     }
@@ -141,6 +143,8 @@ extension Opq_V1_Command {
         argv = command.argv
         environment = command.environment
         if let directory = command.workingDirectory { workingDirectory = directory }
+        inputs = command.inputs
+        outputs = command.outputs
     }
 }
 
@@ -149,6 +153,8 @@ extension Command {
     public init(_ wire: Opq_V1_Command) {
         self.init(wire.argv, environment: wire.environment,
                   workingDirectory: wire.hasWorkingDirectory ? wire.workingDirectory : nil)
+        inputs = wire.inputs
+        outputs = wire.outputs
     }
 }
 

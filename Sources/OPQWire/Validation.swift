@@ -134,5 +134,7 @@ enum Check {
         if strict, command.argv[0].isEmpty { throw .invalidField(path() + ".argv[0]", problem: "must name a program") }
         try map(command.environment, path() + ".environment")
         if command.hasWorkingDirectory { try name(command.workingDirectory, path() + ".working_directory") }
+        try count(command.inputs.count, path() + ".inputs")
+        try count(command.outputs.count, path() + ".outputs")
     }
 }

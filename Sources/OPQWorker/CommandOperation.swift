@@ -56,6 +56,8 @@ public final class CommandOperation: AttemptOperation, @unchecked Sendable {
 
     override public func begin() {
         guard !commands.isEmpty else { return finish(AttemptResult(.succeeded)) }
+        // Decided now, not at submission: upstream operations may just have made the inputs.
+        if Self.isUpToDate(commands) { return finish(AttemptResult(AttemptReport(.succeeded, reason: .upToDate), message: "up to date")) }
         for (index, command) in commands.enumerated() {
             if lock.withLock({ stopping }) {
                 record(index, .cancelled)
@@ -157,6 +159,44 @@ public final class CommandOperation: AttemptOperation, @unchecked Sendable {
             let message = outcome.killedByUs ? "cancelled" : "killed by signal \(signal) (\(signalName(signal)))"
             return AttemptResult(report, stdout: stdout, stderr: stderr, message: message)
         }
+    }
+
+    /// True when the commands name outputs, every output exists, and none is older than any input
+    /// (make's rule; a missing input, or an input pattern matching nothing, means "run"). Relative
+    /// paths are taken in the command's working directory; an input with `*`, `?` or `[` is a glob.
+    static func isUpToDate(_ commands: [Command]) -> Bool {
+        guard commands.contains(where: { !$0.outputs.isEmpty }) else { return false }
+        func path(_ file: String, _ command: Command) -> String {
+            file.hasPrefix("/") ? file : (command.workingDirectory ?? FileManager.default.currentDirectoryPath) + "/" + file
+        }
+        func modified(_ path: String) -> timespec? {
+            var info = stat()
+            return stat(path, &info) == 0 ? info.st_mtim : nil
+        }
+        func older(_ a: timespec, _ b: timespec) -> Bool { (a.tv_sec, a.tv_nsec) < (b.tv_sec, b.tv_nsec) }
+        var oldestOutput: timespec?
+        for command in commands {
+            for output in command.outputs {
+                guard let time = modified(path(output, command)) else { return false }
+                if oldestOutput.map({ older(time, $0) }) ?? true { oldestOutput = time }
+            }
+        }
+        guard let oldestOutput else { return false }
+        for command in commands {
+            for input in command.inputs {
+                var paths = [path(input, command)]
+                if input.contains(where: { "*?[".contains($0) }) {
+                    var found = glob_t()
+                    defer { globfree(&found) }
+                    guard glob(paths[0], 0, nil, &found) == 0 else { return false }
+                    paths = (0..<Int(found.gl_pathc)).compactMap { found.gl_pathv[$0].map { String(cString: $0) } }
+                }
+                for file in paths {
+                    guard let time = modified(file), !older(oldestOutput, time) else { return false }
+                }
+            }
+        }
+        return true
     }
 
     static func spawnFailureMessage(_ command: Command, _ error: SystemError) -> String {

@@ -1,13 +1,16 @@
 import Foundation
 import OPQClient
+import OPQCore
 import OPQJobFile
 
 /// Reading a job file for a command: any mistake is printed (`FILE:LINE: …`) and ends the command with
 /// exit status 2, before anything is submitted.
 enum JobFileLoading {
-    static func load(_ path: String) throws(ExitStatus) -> JobFile {
+    /// `force`: drop `inputs`/`outputs`, so every operation runs (`--force`).
+    static func load(_ path: String, force: Bool = false) throws(ExitStatus) -> JobFile {
         do {
-            return try JobFile.load(path: path)
+            let jobFile = try JobFile.load(path: path)
+            return force ? jobFile.forcingEveryOperation() : jobFile
         } catch {
             printError("\(error)")
             throw ExitStatus.usage
@@ -22,5 +25,28 @@ enum JobFileLoading {
             return .usage
         }
         return Connection.status(for: error)
+    }
+
+    /// `after_jobs:` plus `--after` (`job-N` or `N`): the file waiting for those jobs of the coordinator
+    /// at `connection` (see ``JobFile/waiting(forJobs:operations:)``). An unknown job ends with status 2.
+    static func waitingForJobs(_ jobFile: JobFile, adding written: [String], connection: CoordinatorConnection) throws(ExitStatus) -> JobFile {
+        var jobs = jobFile.afterJobs
+        for text in written {
+            guard case .job(let job)? = TargetID(text, bare: { .job(JobID($0)) }) else {
+                throw fail(.usage, "--after '\(text)' is not a job id (write job-N)")
+            }
+            jobs.append(job)
+        }
+        var seen: Set<JobID> = []
+        jobs = jobs.filter { seen.insert($0).inserted }
+        var operations: [OperationID] = []
+        for job in jobs {
+            do {
+                operations += try JobSummary.fetch(connection, job: job.rawValue).operations.map { OperationID($0.id) }
+            } catch {
+                throw Connection.status(for: error)
+            }
+        }
+        return jobFile.waiting(forJobs: jobs, operations: operations)
     }
 }

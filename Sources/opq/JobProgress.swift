@@ -228,7 +228,7 @@ final class JobProgress {
 
     /// Why an operation ended, in words ("exit status 1", "timeout", "dependency failed").
     static func detail(outcome: Opq_V1_Outcome, reason: Opq_V1_FinishReason, exitCode: Int32?, signal: Int32?) -> String {
-        guard outcome != .succeeded else { return "" }
+        guard outcome != .succeeded else { return reason == .upToDate ? "up to date" : "" }
         switch reason {
         case .exitStatus: return exitCode.map { "exit status \($0)" } ?? "exit status"
         case .signal: return signal.map { "killed by signal \($0)" } ?? "killed by a signal"

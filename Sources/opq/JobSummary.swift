@@ -29,7 +29,8 @@ struct JobSummary {
 
     /// Prints the report; fetches output tails of failed operations through `connection`.
     func print(title: String, elapsed: Double, connection: CoordinatorConnection, outputLines: Int = 5) {
-        var counts = ["succeeded \(count(.succeeded))", "failed \(count(.failed))", "cancelled \(count(.cancelled))"]
+        let upToDate = operations.filter { $0.outcome == .succeeded && $0.reason == .upToDate }.count
+        var counts = ["succeeded \(count(.succeeded))" + (upToDate > 0 ? " (\(upToDate) up to date, not run)" : ""), "failed \(count(.failed))", "cancelled \(count(.cancelled))"]
         let unfinished = operations.filter { $0.state != .finished }.count
         if unfinished > 0 { counts.append("unfinished \(unfinished)") }
         Swift.print("")

@@ -38,8 +38,12 @@ struct RunCommand: ParsableCommand {
         if let slots, slots < 1 { throw ValidationError("--slots must be at least 1") }
     }
 
+    @Flag(help: "Run every operation, also those whose outputs: are up to date with their inputs:.")
+    var force = false
+
     func run() throws {
-        let jobFile = try JobFileLoading.load(file)
+        let jobFile = try JobFileLoading.load(file, force: force)
+        if !jobFile.afterJobs.isEmpty { throw fail(.usage, "\(file): after_jobs names jobs of a running coordinator; use opq submit (opq run starts a fresh one)") }
         SignalTrap.install()
         let started = Date()
         let (cluster, connection) = try LocalCluster.startConnected(workers: workers, slots: slots ?? ProcessInfo.processInfo.activeProcessorCount)

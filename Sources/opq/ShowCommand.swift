@@ -43,6 +43,10 @@ struct ShowCommand: ParsableCommand {
             object["dependencies"] = info.dependencies
             object["labels"] = info.labels
             object["waiting"] = info.blockers.map(JSONOutput.blocker)
+            if info.state == .finished {  // as `opq watch --json`: "" for a plain success, "up to date", "exit status 1", …
+                object["reason"] = JobProgress.detail(outcome: info.outcome, reason: info.reason, exitCode: info.hasExitCode ? info.exitCode : nil,
+                                                      signal: info.hasSignal ? info.signal : nil)
+            }
             print(JSONOutput.string(object))
             return
         }
@@ -50,7 +54,8 @@ struct ShowCommand: ParsableCommand {
         print("op-\(info.id)\(info.name.isEmpty ? "" : " (\(info.name))")")
         print("  job:        job-\(info.job)")
         print("  queue:      \(info.queue)")
-        print("  state:      \(state)\(info.cancelled && info.state != .finished ? " (cancelled)" : "")")
+        print("  state:      \(state)\(info.cancelled && info.state != .finished ? " (cancelled)" : "")"
+              + (info.state == .finished && info.reason == .upToDate ? " (up to date: outputs newer than inputs, not run)" : ""))
         print("  priority:   \(info.queuePriority)")
         print("  attempts:   \(info.attempt)")
         if !info.worker.isEmpty { print("  worker:     \(info.worker)") }

@@ -17,6 +17,7 @@ struct SubmitCommand: ParsableCommand {
               opq submit jobs.yaml                 # prints e.g. job-4
               opq wait "$(opq submit jobs.yaml)"
               opq submit jobs.yaml --wait          # progress, then exit 0 or 1
+              opq submit encode.yaml --after job-4 # starts once job-4 has finished
               opq submit jobs.yaml --json   # {"job": 4, "operations": [{"id": 17, "name": …}]}
               opq --coordinator tcp://127.0.0.1:7131 submit jobs.json
             """
@@ -33,9 +34,17 @@ struct SubmitCommand: ParsableCommand {
     @Flag(help: "Print {\"job\": ID, \"operations\": [{\"id\": ID, \"name\": NAME}, ...]} instead of the job id.")
     var json = false
 
+    @Flag(help: "Run every operation, also those whose outputs: are up to date with their inputs:.")
+    var force = false
+
+    @Option(help: ArgumentHelp("Start only after this job has finished (repeatable; with requires: success, only if all of it succeeded).",
+                               valueName: "job-N"))
+    var after: [String] = []
+
     func run() throws {
-        let jobFile = try JobFileLoading.load(file)
+        let loaded = try JobFileLoading.load(file, force: force)
         let connection = try Connection.open(global.endpoint)
+        let jobFile = try JobFileLoading.waitingForJobs(loaded, adding: after, connection: connection)
         let receipt: Opq_V1_SubmitAccepted
         do {
             // One key per invocation: a resend after a timeout returns the first receipt, not a second job.

@@ -302,6 +302,9 @@ public nonisolated enum Opq_V1_FinishReason: SwiftProtobuf.Enum, Swift.CaseItera
 
   /// A dependency failed and the operation requires success.
   case dependencyFailed // = 8
+
+  /// Succeeded without running: its outputs were not older than its inputs.
+  case upToDate // = 140
   case UNRECOGNIZED(Int)
 
   public init() {
@@ -319,6 +322,7 @@ public nonisolated enum Opq_V1_FinishReason: SwiftProtobuf.Enum, Swift.CaseItera
     case 6: self = .lostWorker
     case 7: self = .cancelRequested
     case 8: self = .dependencyFailed
+    case 140: self = .upToDate
     default: self = .UNRECOGNIZED(rawValue)
     }
   }
@@ -334,6 +338,7 @@ public nonisolated enum Opq_V1_FinishReason: SwiftProtobuf.Enum, Swift.CaseItera
     case .lostWorker: return 6
     case .cancelRequested: return 7
     case .dependencyFailed: return 8
+    case .upToDate: return 140
     case .UNRECOGNIZED(let i): return i
     }
   }
@@ -349,6 +354,7 @@ public nonisolated enum Opq_V1_FinishReason: SwiftProtobuf.Enum, Swift.CaseItera
     .lostWorker,
     .cancelRequested,
     .dependencyFailed,
+    .upToDate,
   ]
 
 }
@@ -654,6 +660,12 @@ public nonisolated struct Opq_V1_Command: Sendable {
   public var hasWorkingDirectory: Bool {self._workingDirectory != nil}
   /// Clears the value of `workingDirectory`. Subsequent reads from it will return its default value.
   public mutating func clearWorkingDirectory() {self._workingDirectory = nil}
+
+  /// Files it reads (relative to its directory; `*` globs), for the up-to-date check.
+  public var inputs: [String] = []
+
+  /// Files it makes: all present and none older than an input = not run (up to date).
+  public var outputs: [String] = []
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
@@ -3155,7 +3167,7 @@ nonisolated extension Opq_V1_Outcome: SwiftProtobuf._ProtoNameProviding {
 }
 
 nonisolated extension Opq_V1_FinishReason: SwiftProtobuf._ProtoNameProviding {
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0FINISH_REASON_NONE\0\u{1}FINISH_REASON_COMPLETED\0\u{1}FINISH_REASON_EXIT_STATUS\0\u{1}FINISH_REASON_SIGNAL\0\u{1}FINISH_REASON_ERROR\0\u{1}FINISH_REASON_TIMEOUT\0\u{1}FINISH_REASON_LOST_WORKER\0\u{1}FINISH_REASON_CANCEL_REQUESTED\0\u{1}FINISH_REASON_DEPENDENCY_FAILED\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0FINISH_REASON_NONE\0\u{1}FINISH_REASON_COMPLETED\0\u{1}FINISH_REASON_EXIT_STATUS\0\u{1}FINISH_REASON_SIGNAL\0\u{1}FINISH_REASON_ERROR\0\u{1}FINISH_REASON_TIMEOUT\0\u{1}FINISH_REASON_LOST_WORKER\0\u{1}FINISH_REASON_CANCEL_REQUESTED\0\u{1}FINISH_REASON_DEPENDENCY_FAILED\0\u{2}D\u{2}FINISH_REASON_UP_TO_DATE\0")
 }
 
 nonisolated extension Opq_V1_AttemptStatus: SwiftProtobuf._ProtoNameProviding {
@@ -3176,7 +3188,7 @@ nonisolated extension Opq_V1_BlockerKind: SwiftProtobuf._ProtoNameProviding {
 
 nonisolated extension Opq_V1_Command: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".Command"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}argv\0\u{1}environment\0\u{3}working_directory\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}argv\0\u{1}environment\0\u{3}working_directory\0\u{2}I\u{2}inputs\0\u{1}outputs\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -3187,6 +3199,8 @@ nonisolated extension Opq_V1_Command: SwiftProtobuf.Message, SwiftProtobuf._Mess
       case 1: try { try decoder.decodeRepeatedStringField(value: &self.argv) }()
       case 2: try { try decoder.decodeMapField(fieldType: SwiftProtobuf._ProtobufMap<SwiftProtobuf.ProtobufString,SwiftProtobuf.ProtobufString>.self, value: &self.environment) }()
       case 3: try { try decoder.decodeSingularStringField(value: &self._workingDirectory) }()
+      case 140: try { try decoder.decodeRepeatedStringField(value: &self.inputs) }()
+      case 141: try { try decoder.decodeRepeatedStringField(value: &self.outputs) }()
       default: break
       }
     }
@@ -3206,6 +3220,12 @@ nonisolated extension Opq_V1_Command: SwiftProtobuf.Message, SwiftProtobuf._Mess
     try { if let v = self._workingDirectory {
       try visitor.visitSingularStringField(value: v, fieldNumber: 3)
     } }()
+    if !self.inputs.isEmpty {
+      try visitor.visitRepeatedStringField(value: self.inputs, fieldNumber: 140)
+    }
+    if !self.outputs.isEmpty {
+      try visitor.visitRepeatedStringField(value: self.outputs, fieldNumber: 141)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -3213,6 +3233,8 @@ nonisolated extension Opq_V1_Command: SwiftProtobuf.Message, SwiftProtobuf._Mess
     if lhs.argv != rhs.argv {return false}
     if lhs.environment != rhs.environment {return false}
     if lhs._workingDirectory != rhs._workingDirectory {return false}
+    if lhs.inputs != rhs.inputs {return false}
+    if lhs.outputs != rhs.outputs {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
