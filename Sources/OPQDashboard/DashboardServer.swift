@@ -16,11 +16,14 @@ public struct DashboardServer: Sendable {
     let address: HTTPAddress
     let publisher: SnapshotPublisher
     let logger: Logger
+    /// The token rule (``HTTPAccess``).
+    let access: HTTPAccess
     private let encoded = EncodedSnapshot()
 
-    /// A server for `address` that serves what `publisher` holds.
-    public init(address: HTTPAddress, publisher: SnapshotPublisher, logger: Logger) {
+    /// A server for `address` that serves what `publisher` holds, to requests `access` admits.
+    public init(address: HTTPAddress, publisher: SnapshotPublisher, access: HTTPAccess = HTTPAccess(), logger: Logger) {
         self.address = address
+        self.access = access
         self.publisher = publisher
         self.logger = logger
     }
@@ -37,6 +40,7 @@ public struct DashboardServer: Sendable {
 
     func makeRouter() -> Router<BasicRequestContext> {
         let router = Router()
+        if access.token != nil { router.add(middleware: TokenMiddleware(access: access)) }
         router.get("/") { _, _ in
             Response(status: .ok, headers: [.contentType: "text/html; charset=utf-8", .cacheControl: "no-store"],
                      body: .init(byteBuffer: ByteBuffer(string: DashboardAssets.page(initial: self.snapshotJSON()))))
