@@ -23,10 +23,61 @@ public final class SnapshotPublisher: @unchecked Sendable {
         return current
     }
 
-    func publish(_ snapshot: ClusterSnapshot) {
+    func publish(_ snapshot: ClusterSnapshot, details new: [DetailRequest: Detail] = [:]) {
         lock.lock()
         current = snapshot
+        for (request, detail) in new { details[request] = (snapshot.sequence, detail) }
+        // Answers are for the readers waiting now: older ones (a few seconds) go.
+        if !details.isEmpty { details = details.filter { $0.value.sequence + Self.detailsKept > snapshot.sequence } }
         lock.unlock()
+    }
+
+    /// Snapshots an answer to a ``DetailRequest`` is kept for.
+    static let detailsKept: UInt64 = 40
+    private var requested = Set<DetailRequest>()
+    private var details: [DetailRequest: (sequence: UInt64, detail: Detail)] = [:]
+
+    /// Asks the loop to build `request` with its next snapshot (within about a second, or the publishing
+    /// interval while the cluster is busy) and waits for it: nil when none came within `seconds`.
+    public func detail(_ request: DetailRequest, within seconds: Double) async -> Detail? {
+        let asked = ask(request)
+        let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1_000))
+        while ContinuousClock.now < deadline {
+            if let answer = answer(to: request, after: asked) { return answer }
+            try? await Task.sleep(for: .milliseconds(20))
+        }
+        return nil
+    }
+
+    /// Records `request`; returns the sequence of the snapshot current when it was asked.
+    private func ask(_ request: DetailRequest) -> UInt64 {
+        lock.lock()
+        defer { lock.unlock() }
+        requested.insert(request)
+        return current?.sequence ?? 0
+    }
+
+    /// The answer to `request` built after snapshot `asked`, if there is one yet.
+    private func answer(to request: DetailRequest, after asked: UInt64) -> Detail? {
+        lock.lock()
+        defer { lock.unlock() }
+        return details[request].flatMap { $0.sequence > asked ? $0.detail : nil }
+    }
+
+    /// Whether a reader waits for a detail.
+    var hasRequests: Bool {
+        lock.lock()
+        defer { lock.unlock() }
+        return !requested.isEmpty
+    }
+
+    /// The requests waiting, now taken by the loop.
+    func takeRequests() -> Set<DetailRequest> {
+        lock.lock()
+        defer { lock.unlock() }
+        let taken = requested
+        requested = []
+        return taken
     }
 }
 
@@ -120,7 +171,9 @@ extension Coordinator {
             telemetry!.isDirty = true
         }
         let since = now - telemetry!.lastPublish
-        if since >= telemetry!.publisher.interval && (telemetry!.isDirty || since >= 1) { publishSnapshot(now: now) }
+        if since >= telemetry!.publisher.interval && (telemetry!.isDirty || since >= 1 || telemetry!.publisher.hasRequests) {
+            publishSnapshot(now: now)
+        }
     }
 
     private func observe(_ event: LoggedEvent) {
@@ -207,7 +260,8 @@ extension Coordinator {
             jobs: jobSummaries(now: now), queues: queueSummaries(), workers: workerSummaries(),
             tasks: (telemetry!.ended + telemetry!.running.values.sorted { $0.start < $1.start }).map(taskBar),
             failures: failureSummaries(), totals: telemetry!.totals)
-        telemetry!.publisher.publish(snapshot)
+        let details = Dictionary(uniqueKeysWithValues: telemetry!.publisher.takeRequests().map { ($0, detail(for: $0, now: now)) })
+        telemetry!.publisher.publish(snapshot, details: details)
         telemetry!.lastPublish = now
         telemetry!.messagesAtLastPublish = messages
         telemetry!.isDirty = false

@@ -257,7 +257,7 @@ private func jsonLines(_ text: String) -> [[String: Any]] {
 }
 
 /// GET `url` with curl (a real HTTP client) and parse the body as JSON.
-private func getJSON(_ url: String, in scratch: Scratch) throws -> Any {
+func getJSON(_ url: String, in scratch: Scratch) throws -> Any {
     let get = try Run("/usr/bin/curl", ["-sf", url], in: scratch)
     guard get.finish(within: 30) == 0 else { throw DashboardTestError("GET \(url) failed: \(get.stderr)") }
     return try JSONSerialization.jsonObject(with: Data(get.stdout.utf8))
