@@ -75,10 +75,10 @@ extension Coordinator {
     /// - Complexity: O(events kept) (at most ``CoordinatorConfiguration/eventHistory``).
     func story(of id: OperationID) -> OperationStory? {
         guard let operation = core.operation(id) else { return nil }
-        let (events, logIsWhole) = events.history(of: id)
+        let (history, logIsWhole) = events.history(of: id)
         var entries: [StoryEntry] = []
         var lastWorker: WorkerID?
-        for event in events {
+        for event in history {
             switch event.kind {
             case .operation(let change):
                 entries.append(Self.storyEntry(change, sequence: event.sequence, isFirst: entries.isEmpty, lastWorker: lastWorker))
@@ -107,7 +107,9 @@ extension Coordinator {
     static func storyEntry(_ change: OperationEvent, sequence: UInt64, isFirst: Bool, lastWorker: WorkerID?) -> StoryEntry {
         let worker = change.worker ?? lastWorker
         let on = worker.map { " on worker \($0.name)" } ?? ""
-        let why = change.reason.map { " (\($0.description))" } ?? ""
+        // The reason in words, unless the exit status or signal below says it already.
+        let said = (change.reason == .exitStatus && change.exitCode != nil) || (change.reason == .signal && change.signal != nil)
+        let why = said ? "" : change.reason.map { " (\($0.description))" } ?? ""
         let status = change.exitCode.map { ", exit status \($0)" } ?? change.signal.map { ", signal \($0)" } ?? ""
         let event: String, text: String
         switch change.state {

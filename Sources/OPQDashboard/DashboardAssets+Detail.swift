@@ -68,7 +68,7 @@ extension DashboardAssets {
           });
           const width = Math.max(1, g.layers.length) * (W + GAP_X);
           const more = g.hiddenLayers ? `<p class="empty">${g.hiddenLayers} more layers: ${esc(counted(g.hiddenLayerStates))}</p>` : "";
-          const legend = `<div id="legend">${STATES.map((s) => `<span class="${s === "executing" || s === "dispatched" ? "running" : s === "pending" || s === "ready" ? "waiting" : s}">${s}</span>`).join("")}</div>`;
+          const legend = `<div id="legend">${STATES.map((s) => `<span class="state-${s}">${s}</span>`).join("")}</div>`;
           $("detail").innerHTML = `${legend}<div class="graph"><svg id="graph" width="${width}" height="${height + 4}" xmlns="http://www.w3.org/2000/svg">${edges.join("")}${nodes.join("")}</svg></div>${more}`;
         }
 
@@ -82,7 +82,7 @@ extension DashboardAssets {
           $("heading").innerHTML = `Operation ${d.operation}${d.name ? " — " + esc(d.name) : ""} <small>job <a href="/jobs/${d.job}">${d.job}</a>, queue ${esc(d.queue)}${s ? ", now " + esc(s.state) : ""}</small>`;
           if (!s) { $("detail").innerHTML = `<p class="empty">no story: the coordinator's event log no longer holds this operation</p>`; return; }
           const start = s.entries.find((e) => e.time != null)?.time ?? 0;
-          const rows = s.entries.map((e) => `<tr class="story-entry ${esc(e.event)}" data-sequence="${e.sequence}"><td>${e.sequence}</td><td>${when(e.time, start)}</td><td class="event">${esc(e.event)}</td><td>${e.attempt || ""}</td><td>${esc(e.worker ?? "")}</td><td class="text">${esc(e.text)}</td></tr>`);
+          const rows = s.entries.map((e) => `<tr class="story-entry event-${esc(e.event)}" data-sequence="${e.sequence}"><td>${e.sequence}</td><td>${when(e.time, start)}</td><td class="event">${esc(e.event)}</td><td>${e.attempt || ""}</td><td>${esc(e.worker ?? "")}</td><td class="text">${esc(e.text)}</td></tr>`);
           const gap = s.omitted ? `<p class="empty">${s.omitted} entries left out in the middle</p>` : "";
           const partial = s.isComplete ? "" : `<p class="empty">the event log no longer holds its first events: the story starts later</p>`;
           const deps = s.dependencies.length ? `<p>depends on ${s.dependencies.map((id) => `<a href="/operations/${id}">${id}</a>`).join(", ")}</p>` : "";

@@ -59,7 +59,9 @@ enum DashboardAssets {
         .failure { border-left: 3px solid #d33; padding: .2em .7em; margin: .4em 0; cursor: pointer; }
         pre { background: #f3f3f3; padding: .4em; margin: .3em 0; max-height: 10em; overflow: auto; font-size: 12px; white-space: pre-wrap; }
         .empty { color: #888; }
-        .waiting { background: #c8cbd2; color: #333 !important; }
+        .state-pending { background: #c8cbd2; color: #333 !important; } .state-ready { background: #e9d9a6; color: #333 !important; }
+        .state-dispatched, .state-executing { background: #36c; } .state-succeeded { background: #3a3; }
+        .state-failed { background: #d33; } .state-cancelled { background: #999; }
         .graph { overflow: auto; max-height: 80vh; }
         svg .node { cursor: pointer; }
         svg .node rect { fill: #c8cbd2; stroke: #fff; }
@@ -72,8 +74,8 @@ enum DashboardAssets {
         svg .edge { fill: none; stroke: #99a; stroke-width: 1.2; }
         svg .more text { fill: #777; font-size: 12px; }
         #story td.text { white-space: normal; }
-        .story-entry.failed .event, .story-entry.requeued .event, .story-entry.retry .event { color: #c22; font-weight: 600; }
-        .story-entry.succeeded .event { color: #292; }
+        .event-failed .event, .event-requeued .event, .event-retry .event { color: #c22; font-weight: 600; }
+        .event-succeeded .event { color: #292; } .event-cancelled .event { color: #777; font-weight: 600; }
         """
 
     static let script = #"""
