@@ -160,6 +160,8 @@ extension Coordinator {
     /// Reads the turn's events and publishes a snapshot when one is due. Called at the end of each turn.
     func observeTurn(now: Double) {
         guard telemetry != nil else { return }
+        let started = clock.now()  // `now` is the turn's start
+        defer { telemetry!.totals.telemetrySeconds += max(0, clock.now() - started) }
         if events.lastSequence != telemetry!.lastSequence {
             if let new = events.events(after: telemetry!.lastSequence) {
                 for event in new { observe(event) }
@@ -245,6 +247,8 @@ extension Coordinator {
     }
 
     private func publishSnapshot(now: Double) {
+        let started = clock.now()
+        defer { telemetry!.totals.snapshotBuild.observe(max(0, clock.now() - started)) }
         let elapsed = now - telemetry!.lastPublish
         let messages = telemetry!.totals.messagesReceived
         if telemetry!.lastPublish > 0 && elapsed > 0 {
