@@ -71,12 +71,16 @@ public final class SnapshotPublisher: @unchecked Sendable {
         return !requested.isEmpty
     }
 
-    /// The requests waiting, now taken by the loop.
-    func takeRequests() -> Set<DetailRequest> {
+    /// Details built per snapshot, at most: many readers asking for big graphs cannot stall the loop
+    /// (the others wait for the next snapshots).
+    static let detailsPerSnapshot = 16
+
+    /// Up to ``detailsPerSnapshot`` of the requests waiting, now taken by the loop.
+    func takeRequests() -> [DetailRequest] {
         lock.lock()
         defer { lock.unlock() }
-        let taken = requested
-        requested = []
+        let taken = Array(requested.prefix(Self.detailsPerSnapshot))
+        requested.subtract(taken)
         return taken
     }
 }

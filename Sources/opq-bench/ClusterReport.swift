@@ -202,7 +202,12 @@ struct ClusterReport: Codable {
             out.append("  \(dashboard.scrapes) scrapes answered and \(Format.bytes(UInt64(dashboard.streamBytes))) of snapshots streamed during the runs with --http.")
             if !dashboard.loopShares.isEmpty {
                 out.append("  the coordinator's loop spent \(dashboard.loopShares.map { Format.fixed($0 * 100, 2) + " %" }.joined(separator: ", ")) of each run on telemetry")
-                out.append("  (reading events, building \(dashboard.snapshots.map(String.init).joined(separator: ", ")) snapshots): its own clock, not blurred by the load.")
+                out.append("  (reading events, building \(dashboard.snapshots.map(String.init).joined(separator: ", ")) snapshots), by its own clock.")
+            }
+            if !dashboard.plainCPUMicroseconds.isEmpty && !dashboard.dashboardCPUMicroseconds.isEmpty {
+                let plainCPU = median(dashboard.plainCPUMicroseconds), withCPU = median(dashboard.dashboardCPUMicroseconds)
+                out.append("  coordinator CPU per operation (all threads), median: \(Format.fixed(plainCPU, 1)) µs without, \(Format.fixed(withCPU, 1)) µs with --http")
+                out.append("  (\(Format.fixed(withCPU / plainCPU, 2))×; rounds \(dashboard.plainCPUMicroseconds.map { Format.fixed($0, 1) }.joined(separator: ", ")) vs \(dashboard.dashboardCPUMicroseconds.map { Format.fixed($0, 1) }.joined(separator: ", "))).")
             }
         }
         if let failover {

@@ -23,6 +23,11 @@ struct ClusterDashboard: Codable {
     /// (`telemetrySeconds` before and after the run, over the run's seconds), and snapshots built.
     var loopShares: [Double]
     var snapshots: [UInt64]
+    /// The coordinator process's CPU time (all its threads: loop and HTTP server) per operation, in µs,
+    /// per round, without and with the dashboard: what `--http` costs in CPU, which load blurs far less
+    /// than throughput.
+    var plainCPUMicroseconds: [Double]
+    var dashboardCPUMicroseconds: [Double]
     /// The median of ``pairedRatios``: the verdict.
     var ratio: Double
 }
@@ -42,6 +47,8 @@ extension ClusterBenchmark {
         var streamBytes = 0
         var loopShares: [Double] = []
         var snapshots: [UInt64] = []
+        var plainCPU: [Double] = []
+        var dashboardCPU: [Double] = []
         for round in 1...dashboardRounds {
             // Alternate which runs first, so a machine getting busier or quieter does not favour one side.
             for http in round % 2 == 1 ? [false, true] : [true, false] {
@@ -65,8 +72,13 @@ extension ClusterBenchmark {
                                                     name: "stream", directory: cluster.directory))
                     before = TelemetryTotals(url)
                 }
+                let cpuBefore = cluster.coordinator?.cpuSeconds
                 let (seconds, _) = try runJob(submission, count: options.throughputOperations, client: client, cluster: cluster)
                 let rate = Double(options.throughputOperations) / seconds
+                if let cpuBefore, let cpuAfter = cluster.coordinator?.cpuSeconds {
+                    let perOperation = (cpuAfter - cpuBefore) / Double(options.throughputOperations) * 1e6
+                    if http { dashboardCPU.append(perOperation) } else { plainCPU.append(perOperation) }
+                }
                 if http {
                     withDashboard.append(rate)
                     scrapes += readers[0].output.components(separatedBy: "scraped").count - 1
@@ -84,7 +96,8 @@ extension ClusterBenchmark {
         return ClusterDashboard(
             slotsPerWorker: slots, operations: options.throughputOperations, plainOperationsPerSecond: plain,
             dashboardOperationsPerSecond: withDashboard, pairedRatios: paired, scrapes: scrapes, streamBytes: streamBytes,
-            loopShares: loopShares, snapshots: snapshots, ratio: Statistics.median(paired))
+            loopShares: loopShares, snapshots: snapshots, plainCPUMicroseconds: plainCPU, dashboardCPUMicroseconds: dashboardCPU,
+            ratio: Statistics.median(paired))
     }
 }
 
