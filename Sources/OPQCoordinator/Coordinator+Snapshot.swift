@@ -204,7 +204,8 @@ extension Coordinator {
     private func observe(_ change: OperationEvent) {
         let id = change.operation
         telemetry!.lastEventTime = change.time
-        if telemetry!.jobs[change.job] == nil { telemetry!.jobs[change.job] = .init(firstSeen: change.time) }
+        // A job first shows up in its submission's events (attempt 0): no lookup for the later ones.
+        if change.attempt == 0, telemetry!.jobs[change.job] == nil { telemetry!.jobs[change.job] = .init(firstSeen: change.time) }
         switch change.state {
         case .pending:
             if change.retryAt != nil { telemetry!.totals.retries &+= 1 }
