@@ -225,11 +225,11 @@ extension Coordinator {
                 operation: id, job: change.job, worker: worker, lane: lane, attempt: change.attempt,
                 readyAt: readyAt, start: change.time, end: nil, outcome: "running", reason: nil)
         case .finished:
-            telemetry!.readyAt[id] = nil
             let outcome = change.outcome ?? .succeeded
             let queue = core.queueName(of: id) ?? ""
             telemetry!.finishedByQueue[queue, default: [0, 0, 0]][Int(outcome.rawValue)] &+= 1
-            endTask(id, at: change.time, outcome: outcome.description, reason: change.reason)
+            // An attempt that ran left `readyAt` when it started; only one finished without running is in it.
+            if !endTask(id, at: change.time, outcome: outcome.description, reason: change.reason) { telemetry!.readyAt[id] = nil }
             guard outcome == .failed else { return }
             telemetry!.failures.append(FailureSummary(
                 operation: id.rawValue, name: core.name(of: id) ?? "", job: change.job.rawValue, queue: queue,
@@ -240,15 +240,19 @@ extension Coordinator {
         }
     }
 
-    /// Ends the running bar of `id`, if any, and frees its lane.
-    private func endTask(_ id: OperationID, at time: Double, outcome: String, reason: FinishReason?) {
-        guard var bar = telemetry!.running.removeValue(forKey: id) else { return }
+    /// Ends the running bar of `id`, if any, and frees its lane. Returns whether there was one.
+    @discardableResult
+    private func endTask(_ id: OperationID, at time: Double, outcome: String, reason: FinishReason?) -> Bool {
+        guard var bar = telemetry!.running.removeValue(forKey: id) else { return false }
         bar.end = time
         bar.outcome = outcome
         bar.reason = reason
-        if let count = telemetry!.lanes[bar.worker]?.count, bar.lane < count { telemetry!.lanes[bar.worker]![bar.lane] = false }
+        if let lanes = telemetry!.lanes.index(forKey: bar.worker), bar.lane < telemetry!.lanes.values[lanes].count {
+            telemetry!.lanes.values[lanes][bar.lane] = false  // one hash lookup per ended attempt
+        }
         telemetry!.ended.append(bar)
         if telemetry!.ended.count > Telemetry.maxEndedTasks { telemetry!.ended.removeFirst() }
+        return true
     }
 
     private func publishSnapshot(now: Double) {
