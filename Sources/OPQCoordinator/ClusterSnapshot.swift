@@ -192,6 +192,11 @@ public struct Totals: Sendable, Codable {
     public var dispatchLatency = Histogram(bounds: Histogram.latencyBounds)
     /// Seconds per journal commit (one per loop turn that changed durable state).
     public var journalCommit = Histogram(bounds: Histogram.latencyBounds)
+    /// Seconds the coordinator's loop spent on metrics and the dashboard: reading each turn's events and
+    /// building and publishing snapshots (what `--http` costs dispatch).
+    public var telemetrySeconds = 0.0
+    /// Seconds per snapshot built and published.
+    public var snapshotBuild = Histogram(bounds: Histogram.latencyBounds)
     /// Events the telemetry could not read because more arrived between two turns than the event log
     /// keeps (0 in practice): counters may be low by this many.
     public var eventsMissed: UInt64 = 0

@@ -23,10 +23,65 @@ public final class SnapshotPublisher: @unchecked Sendable {
         return current
     }
 
-    func publish(_ snapshot: ClusterSnapshot) {
+    func publish(_ snapshot: ClusterSnapshot, details new: [DetailRequest: Detail] = [:]) {
         lock.lock()
         current = snapshot
+        for (request, detail) in new { details[request] = (snapshot.sequence, detail) }
+        // Answers are for the readers waiting now: older ones (a few seconds) go.
+        if !details.isEmpty { details = details.filter { $0.value.sequence + Self.detailsKept > snapshot.sequence } }
         lock.unlock()
+    }
+
+    /// Snapshots an answer to a ``DetailRequest`` is kept for.
+    static let detailsKept: UInt64 = 40
+    private var requested = Set<DetailRequest>()
+    private var details: [DetailRequest: (sequence: UInt64, detail: Detail)] = [:]
+
+    /// Asks the loop to build `request` with its next snapshot (within about a second, or the publishing
+    /// interval while the cluster is busy) and waits for it: nil when none came within `seconds`.
+    public func detail(_ request: DetailRequest, within seconds: Double) async -> Detail? {
+        let asked = ask(request)
+        let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1_000))
+        while ContinuousClock.now < deadline {
+            if let answer = answer(to: request, after: asked) { return answer }
+            try? await Task.sleep(for: .milliseconds(20))
+        }
+        return nil
+    }
+
+    /// Records `request`; returns the sequence of the snapshot current when it was asked.
+    private func ask(_ request: DetailRequest) -> UInt64 {
+        lock.lock()
+        defer { lock.unlock() }
+        requested.insert(request)
+        return current?.sequence ?? 0
+    }
+
+    /// The answer to `request` built after snapshot `asked`, if there is one yet.
+    private func answer(to request: DetailRequest, after asked: UInt64) -> Detail? {
+        lock.lock()
+        defer { lock.unlock() }
+        return details[request].flatMap { $0.sequence > asked ? $0.detail : nil }
+    }
+
+    /// Whether a reader waits for a detail.
+    var hasRequests: Bool {
+        lock.lock()
+        defer { lock.unlock() }
+        return !requested.isEmpty
+    }
+
+    /// Details built per snapshot, at most: many readers asking for big graphs cannot stall the loop
+    /// (the others wait for the next snapshots).
+    static let detailsPerSnapshot = 16
+
+    /// Up to ``detailsPerSnapshot`` of the requests waiting, now taken by the loop.
+    func takeRequests() -> [DetailRequest] {
+        lock.lock()
+        defer { lock.unlock() }
+        let taken = Array(requested.prefix(Self.detailsPerSnapshot))
+        requested.subtract(taken)
+        return taken
     }
 }
 
@@ -109,6 +164,8 @@ extension Coordinator {
     /// Reads the turn's events and publishes a snapshot when one is due. Called at the end of each turn.
     func observeTurn(now: Double) {
         guard telemetry != nil else { return }
+        let started = clock.now()  // `now` is the turn's start
+        defer { telemetry!.totals.telemetrySeconds += max(0, clock.now() - started) }
         if events.lastSequence != telemetry!.lastSequence {
             if let new = events.events(after: telemetry!.lastSequence) {
                 for event in new { observe(event) }
@@ -120,7 +177,9 @@ extension Coordinator {
             telemetry!.isDirty = true
         }
         let since = now - telemetry!.lastPublish
-        if since >= telemetry!.publisher.interval && (telemetry!.isDirty || since >= 1) { publishSnapshot(now: now) }
+        if since >= telemetry!.publisher.interval && (telemetry!.isDirty || since >= 1 || telemetry!.publisher.hasRequests) {
+            publishSnapshot(now: now)
+        }
     }
 
     private func observe(_ event: LoggedEvent) {
@@ -145,7 +204,8 @@ extension Coordinator {
     private func observe(_ change: OperationEvent) {
         let id = change.operation
         telemetry!.lastEventTime = change.time
-        if telemetry!.jobs[change.job] == nil { telemetry!.jobs[change.job] = .init(firstSeen: change.time) }
+        // A job first shows up in its submission's events (attempt 0): no lookup for the later ones.
+        if change.attempt == 0, telemetry!.jobs[change.job] == nil { telemetry!.jobs[change.job] = .init(firstSeen: change.time) }
         switch change.state {
         case .pending:
             if change.retryAt != nil { telemetry!.totals.retries &+= 1 }
@@ -165,11 +225,11 @@ extension Coordinator {
                 operation: id, job: change.job, worker: worker, lane: lane, attempt: change.attempt,
                 readyAt: readyAt, start: change.time, end: nil, outcome: "running", reason: nil)
         case .finished:
-            telemetry!.readyAt[id] = nil
             let outcome = change.outcome ?? .succeeded
             let queue = core.queueName(of: id) ?? ""
             telemetry!.finishedByQueue[queue, default: [0, 0, 0]][Int(outcome.rawValue)] &+= 1
-            endTask(id, at: change.time, outcome: outcome.description, reason: change.reason)
+            // An attempt that ran left `readyAt` when it started; only one finished without running is in it.
+            if !endTask(id, at: change.time, outcome: outcome.description, reason: change.reason) { telemetry!.readyAt[id] = nil }
             guard outcome == .failed else { return }
             telemetry!.failures.append(FailureSummary(
                 operation: id.rawValue, name: core.name(of: id) ?? "", job: change.job.rawValue, queue: queue,
@@ -180,18 +240,24 @@ extension Coordinator {
         }
     }
 
-    /// Ends the running bar of `id`, if any, and frees its lane.
-    private func endTask(_ id: OperationID, at time: Double, outcome: String, reason: FinishReason?) {
-        guard var bar = telemetry!.running.removeValue(forKey: id) else { return }
+    /// Ends the running bar of `id`, if any, and frees its lane. Returns whether there was one.
+    @discardableResult
+    private func endTask(_ id: OperationID, at time: Double, outcome: String, reason: FinishReason?) -> Bool {
+        guard var bar = telemetry!.running.removeValue(forKey: id) else { return false }
         bar.end = time
         bar.outcome = outcome
         bar.reason = reason
-        if let count = telemetry!.lanes[bar.worker]?.count, bar.lane < count { telemetry!.lanes[bar.worker]![bar.lane] = false }
+        if let lanes = telemetry!.lanes.index(forKey: bar.worker), bar.lane < telemetry!.lanes.values[lanes].count {
+            telemetry!.lanes.values[lanes][bar.lane] = false  // one hash lookup per ended attempt
+        }
         telemetry!.ended.append(bar)
         if telemetry!.ended.count > Telemetry.maxEndedTasks { telemetry!.ended.removeFirst() }
+        return true
     }
 
     private func publishSnapshot(now: Double) {
+        let started = clock.now()
+        defer { telemetry!.totals.snapshotBuild.observe(max(0, clock.now() - started)) }
         let elapsed = now - telemetry!.lastPublish
         let messages = telemetry!.totals.messagesReceived
         if telemetry!.lastPublish > 0 && elapsed > 0 {
@@ -207,7 +273,8 @@ extension Coordinator {
             jobs: jobSummaries(now: now), queues: queueSummaries(), workers: workerSummaries(),
             tasks: (telemetry!.ended + telemetry!.running.values.sorted { $0.start < $1.start }).map(taskBar),
             failures: failureSummaries(), totals: telemetry!.totals)
-        telemetry!.publisher.publish(snapshot)
+        let details = Dictionary(uniqueKeysWithValues: telemetry!.publisher.takeRequests().map { ($0, detail(for: $0, now: now)) })
+        telemetry!.publisher.publish(snapshot, details: details)
         telemetry!.lastPublish = now
         telemetry!.messagesAtLastPublish = messages
         telemetry!.isDirty = false

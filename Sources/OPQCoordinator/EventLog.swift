@@ -80,6 +80,20 @@ struct EventLog {
         let start = Int(sequence + 1 - first.sequence)
         return Array(recent[start...])
     }
+
+    /// The kept events of operation `id` (its transitions and progress), oldest first, and whether the
+    /// log still holds every event since the first (so nothing of it was dropped).
+    /// - Complexity: O(events kept).
+    func history(of id: OperationID) -> (events: [LoggedEvent], isWhole: Bool) {
+        let mine: [LoggedEvent] = recent.filter { event in
+            switch event.kind {
+            case .operation(let change): change.operation == id
+            case .progress(let progress): progress.operation == id.rawValue
+            case .jobFinished: false
+            }
+        }
+        return (mine, recent.first.map { $0.sequence == 1 } ?? true)
+    }
 }
 
 /// One client's event stream.

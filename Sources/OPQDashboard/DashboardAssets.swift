@@ -59,6 +59,23 @@ enum DashboardAssets {
         .failure { border-left: 3px solid #d33; padding: .2em .7em; margin: .4em 0; cursor: pointer; }
         pre { background: #f3f3f3; padding: .4em; margin: .3em 0; max-height: 10em; overflow: auto; font-size: 12px; white-space: pre-wrap; }
         .empty { color: #888; }
+        .state-pending { background: #c8cbd2; color: #333 !important; } .state-ready { background: #e9d9a6; color: #333 !important; }
+        .state-dispatched, .state-executing { background: #36c; } .state-succeeded { background: #3a3; }
+        .state-failed { background: #d33; } .state-cancelled { background: #999; }
+        .graph { overflow: auto; max-height: 80vh; }
+        svg .node { cursor: pointer; }
+        svg .node rect { fill: #c8cbd2; stroke: #fff; }
+        svg .node text { font-size: 12px; fill: #fff; }
+        svg .node.pending text, svg .node.ready text { fill: #333; }
+        svg .node.ready rect { fill: #e9d9a6; }
+        svg .node.dispatched rect, svg .node.executing rect { fill: #36c; }
+        svg .node.succeeded rect { fill: #3a3; } svg .node.failed rect { fill: #d33; } svg .node.cancelled rect { fill: #999; }
+        svg .node.barrier rect { stroke: #555; stroke-dasharray: 3 2; }
+        svg .edge { fill: none; stroke: #99a; stroke-width: 1.2; }
+        svg .more text { fill: #777; font-size: 12px; }
+        #story td.text { white-space: normal; }
+        .event-failed .event, .event-requeued .event, .event-retry .event { color: #c22; font-weight: 600; }
+        .event-succeeded .event { color: #292; } .event-cancelled .event { color: #777; font-weight: 600; }
         """
 
     static let script = #"""
@@ -95,7 +112,7 @@ enum DashboardAssets {
             const done = j.counts.succeeded + j.counts.failed + j.counts.cancelled;
             const [cls, text] = jobOutcome(j);
             const eta = j.isFinished ? "done in " + duration(j.finishedAt - j.firstSeen) : duration(j.etaSeconds);
-            return `<tr class="job" data-job="${j.id}"><td>#${j.id}</td><td class="name">${esc(j.name)}</td><td>${progress(j.counts, total)}<span class="count">${done} / ${total}</span></td><td class="eta">${eta}</td><td class="outcome outcome-${cls}">${text}</td></tr>`;
+            return `<tr class="job" data-job="${j.id}"><td><a href="/jobs/${j.id}" title="the job's graph">#${j.id}</a></td><td class="name">${esc(j.name)}</td><td>${progress(j.counts, total)}<span class="count">${done} / ${total}</span></td><td class="eta">${eta}</td><td class="outcome outcome-${cls}">${text}</td></tr>`;
           });
           $("jobs").tBodies[0].innerHTML = rows.join("") || `<tr><td colspan="5" class="empty">no jobs yet</td></tr>`;
         }
@@ -163,11 +180,12 @@ enum DashboardAssets {
           const response = await fetch(`/api/operations/${id}`);
           const body = await response.json();
           $("details-section").hidden = false;
-          $("details-title").textContent = `${id}` + (body.name ? ` — ${body.name}` : "");
+          $("details-title").innerHTML = `<a href="/operations/${id}" title="its whole story">${id}</a>` + (body.name ? ` — ${esc(body.name)}` : "");
           if (!response.ok) { $("details").innerHTML = `<p class="empty">${esc(body.error)}</p>`; return; }
+          const story = (body.story?.entries ?? []).slice(-12).map((e) => `<li>${esc(e.text)}</li>`).join("");
           const rows = body.attempts.map((a) => `<tr><td>${a.attempt}</td><td>${esc(a.worker)} #${a.lane}</td><td>${a.readyAt != null ? duration(a.start - a.readyAt) : "–"}</td><td>${duration((a.end ?? latest.time) - a.start)}</td><td class="outcome-${a.outcome}">${esc(a.outcome)}${a.reason ? " (" + esc(a.reason) + ")" : ""}</td></tr>`);
           const f = body.failure;
-          $("details").innerHTML = `<p>job ${body.job}, queue ${esc(body.queue)}</p><table><thead><tr><th>attempt</th><th>slot</th><th>waited (ready → running)</th><th>ran</th><th>outcome</th></tr></thead><tbody>${rows.join("")}</tbody></table>`
+          $("details").innerHTML = `<p>job <a href="/jobs/${body.job}">${body.job}</a>, queue ${esc(body.queue)}</p>${story ? `<ol class="story">${story}</ol>` : ""}<table><thead><tr><th>attempt</th><th>slot</th><th>waited (ready → running)</th><th>ran</th><th>outcome</th></tr></thead><tbody>${rows.join("")}</tbody></table>`
             + (f ? `<p class="outcome-failed">failed: ${esc(f.reason)}${f.exitCode != null ? ", exit status " + f.exitCode : ""}</p>${f.stdoutTail ? "<h3>stdout</h3><pre>" + esc(f.stdoutTail) + "</pre>" : ""}${f.stderrTail ? "<h3>stderr</h3><pre>" + esc(f.stderrTail) + "</pre>" : ""}` : "");
         }
 

@@ -16,11 +16,14 @@ public struct DashboardServer: Sendable {
     let address: HTTPAddress
     let publisher: SnapshotPublisher
     let logger: Logger
+    /// The token rule (``HTTPAccess``).
+    let access: HTTPAccess
     private let encoded = EncodedSnapshot()
 
-    /// A server for `address` that serves what `publisher` holds.
-    public init(address: HTTPAddress, publisher: SnapshotPublisher, logger: Logger) {
+    /// A server for `address` that serves what `publisher` holds, to requests `access` admits.
+    public init(address: HTTPAddress, publisher: SnapshotPublisher, access: HTTPAccess = HTTPAccess(), logger: Logger) {
         self.address = address
+        self.access = access
         self.publisher = publisher
         self.logger = logger
     }
@@ -37,6 +40,7 @@ public struct DashboardServer: Sendable {
 
     func makeRouter() -> Router<BasicRequestContext> {
         let router = Router()
+        if access.token != nil { router.add(middleware: TokenMiddleware(access: access)) }
         router.get("/") { _, _ in
             Response(status: .ok, headers: [.contentType: "text/html; charset=utf-8", .cacheControl: "no-store"],
                      body: .init(byteBuffer: ByteBuffer(string: DashboardAssets.page(initial: self.snapshotJSON()))))
@@ -58,11 +62,23 @@ public struct DashboardServer: Sendable {
         router.get("/api/totals") { _, _ in self.jsonResponse(\.totals) }
         router.get("/api/operations/:id") { _, context in
             let id = try context.parameters.require("id", as: UInt64.self)
-            guard let snapshot = self.publisher.latest, let details = OperationDetails(id, in: snapshot) else {
-                return Self.error(.notFound, "operation \(id) is not among the dashboard's recent tasks and failures; `opq show \(id)` has its full record")
-            }
-            return Self.text(String(decoding: try JSONEncoder.dashboard.encode(details), as: UTF8.self), type: "application/json")
+            return try await self.operationDetails(id).map { Self.text($0, type: "application/json") } ?? Self.unknownOperation(id)
         }
+        router.get("/operations/:id") { _, context in
+            let id = try context.parameters.require("id", as: UInt64.self)
+            guard let json = try await self.operationDetails(id) else { return Self.unknownOperation(id) }
+            return Self.html(DashboardAssets.detailPage(title: "operation \(id)", kind: "story", initial: json))
+        }
+        router.get("/api/jobs/:id/graph") { _, context in
+            let id = try context.parameters.require("id", as: UInt64.self)
+            return try await self.graph(id).map { Self.text($0, type: "application/json") } ?? Self.unknownJob(id)
+        }
+        router.get("/jobs/:id") { _, context in
+            let id = try context.parameters.require("id", as: UInt64.self)
+            guard let json = try await self.graph(id) else { return Self.unknownJob(id) }
+            return Self.html(DashboardAssets.detailPage(title: "job \(id)", kind: "graph", initial: json))
+        }
+        router.get("/detail.js") { _, _ in Self.text(DashboardAssets.detailScript, type: "text/javascript; charset=utf-8") }
         router.get("/api/events") { _, _ in
             Response(status: .ok, headers: [.contentType: "text/event-stream", .cacheControl: "no-store"],
                      body: ResponseBody { writer in try await self.stream(into: &writer) })
@@ -87,6 +103,43 @@ public struct DashboardServer: Sendable {
             try await Task.sleep(for: Self.streamPollInterval)
         }
         try await writer.finish(nil)
+    }
+
+    /// Seconds a request waits for the loop to build a detail (a graph, a story).
+    static let detailDeadline = 5.0
+
+    /// Job `id`'s graph as JSON; nil when the job is unknown. Throws 503 when the loop did not answer in time.
+    private func graph(_ id: UInt64) async throws -> String? {
+        switch await publisher.detail(.graph(job: id), within: Self.detailDeadline) {
+        case .graph(let graph): return String(decoding: try JSONEncoder.dashboard.encode(graph), as: UTF8.self)
+        case .story, .unknown: return nil
+        case nil: throw HTTPError(.serviceUnavailable, message: "the coordinator did not build the graph within \(Self.detailDeadline) s; retry")
+        }
+    }
+
+    /// Operation `id`'s details as JSON: its story from the event log, and its attempts and failure from the
+    /// snapshot. Nil when the operation is unknown.
+    private func operationDetails(_ id: UInt64) async throws -> String? {
+        let story: OperationStory?
+        switch await publisher.detail(.story(operation: id), within: Self.detailDeadline) {
+        case .story(let found): story = found
+        case .graph, .unknown: story = nil
+        case nil: throw HTTPError(.serviceUnavailable, message: "the coordinator did not answer within \(Self.detailDeadline) s; retry")
+        }
+        guard let details = OperationDetails(id, story: story, in: publisher.latest) else { return nil }
+        return String(decoding: try JSONEncoder.dashboard.encode(details), as: UTF8.self)
+    }
+
+    static func unknownOperation(_ id: UInt64) -> Response {
+        error(.notFound, "operation \(id) is unknown to this coordinator (never submitted, or pruned)")
+    }
+
+    static func unknownJob(_ id: UInt64) -> Response {
+        error(.notFound, "job \(id) is unknown to this coordinator (never submitted, or pruned)")
+    }
+
+    static func html(_ page: String) -> Response {
+        text(page, type: "text/html; charset=utf-8")
     }
 
     /// The newest snapshot as JSON, or `null` before the first.
@@ -114,19 +167,23 @@ public struct DashboardServer: Sendable {
     }
 }
 
-/// What `/api/operations/ID` shows: the operation's attempts in the task stream and its failure, if any.
+/// What `/api/operations/ID` shows: the operation's story (from the coordinator's event log), its
+/// attempts in the task stream and its failure, if any.
 struct OperationDetails: Encodable {
     let operation: UInt64
     let name: String
     let job: UInt64
     let queue: String
+    let story: OperationStory?
     let attempts: [TaskBar]
     let failure: FailureSummary?
 
-    init?(_ id: UInt64, in snapshot: ClusterSnapshot) {
-        let attempts = snapshot.tasks.filter { $0.operation == id }
-        let failure = snapshot.failures.last { $0.operation == id }
-        if let first = attempts.first {
+    init?(_ id: UInt64, story: OperationStory?, in snapshot: ClusterSnapshot?) {
+        let attempts = snapshot?.tasks.filter { $0.operation == id } ?? []
+        let failure = snapshot?.failures.last { $0.operation == id }
+        if let story {
+            (name, job, queue) = (story.name, story.job, story.queue)
+        } else if let first = attempts.first {
             (name, job, queue) = (first.name, first.job, first.queue)
         } else if let failure {
             (name, job, queue) = (failure.name, failure.job, failure.queue)
@@ -134,6 +191,7 @@ struct OperationDetails: Encodable {
             return nil
         }
         operation = id
+        self.story = story
         self.attempts = attempts
         self.failure = failure
     }

@@ -189,15 +189,26 @@ struct ClusterReport: Codable {
             out.append("")
             var table = TextTable([.init("dashboard (\(workers) workers × \(dashboard.slotsPerWorker) slots, \(Format.size(dashboard.operations)) no-ops)", right: false),
                                    .init("rounds (ops/s)", right: false), .init("median"), .init("≥ 0.95×", right: false)])
-            func median(_ values: [Double]) -> Double { values.sorted()[values.count / 2] }
+            let median = Statistics.median
             table.append(["without --http", dashboard.plainOperationsPerSecond.map(Format.rate).joined(separator: ", "),
                           Format.rate(median(dashboard.plainOperationsPerSecond)), ""])
             table.append(["with --http: /metrics every 1 s, /api/events open", dashboard.dashboardOperationsPerSecond.map(Format.rate).joined(separator: ", "),
-                          Format.rate(median(dashboard.dashboardOperationsPerSecond)),
-                          Format.fixed(dashboard.ratio, 2) + "× " + Format.verdict(dashboard.ratio >= Self.dashboardGoal)])
+                          Format.rate(median(dashboard.dashboardOperationsPerSecond)), ""])
+            table.append(["with / without, per round (median: the verdict)", dashboard.pairedRatios.map { Format.fixed($0, 2) + "×" }.joined(separator: ", "),
+                          Format.fixed(dashboard.ratio, 2) + "×", Format.verdict(dashboard.ratio >= Self.dashboardGoal)])
             out.append(table.render())
-            out.append("  alternating rounds, each on a fresh cluster; \(dashboard.scrapes) scrapes answered and \(Format.bytes(UInt64(dashboard.streamBytes))) of")
-            out.append("  snapshots streamed during the runs with --http.")
+            let ratios = dashboard.pairedRatios.sorted()
+            out.append("  rounds alternate their order, each on a fresh cluster; paired ratios range \(Format.fixed(ratios.first ?? 0, 2))–\(Format.fixed(ratios.last ?? 0, 2))×;")
+            out.append("  \(dashboard.scrapes) scrapes answered and \(Format.bytes(UInt64(dashboard.streamBytes))) of snapshots streamed during the runs with --http.")
+            if !dashboard.loopShares.isEmpty {
+                out.append("  the coordinator's loop spent \(dashboard.loopShares.map { Format.fixed($0 * 100, 2) + " %" }.joined(separator: ", ")) of each run on telemetry")
+                out.append("  (reading events, building \(dashboard.snapshots.map(String.init).joined(separator: ", ")) snapshots), by its own clock.")
+            }
+            if !dashboard.plainCPUMicroseconds.isEmpty && !dashboard.dashboardCPUMicroseconds.isEmpty {
+                let plainCPU = median(dashboard.plainCPUMicroseconds), withCPU = median(dashboard.dashboardCPUMicroseconds)
+                out.append("  coordinator CPU per operation (all threads), median: \(Format.fixed(plainCPU, 1)) µs without, \(Format.fixed(withCPU, 1)) µs with --http")
+                out.append("  (\(Format.fixed(withCPU / plainCPU, 2))×; rounds \(dashboard.plainCPUMicroseconds.map { Format.fixed($0, 1) }.joined(separator: ", ")) vs \(dashboard.dashboardCPUMicroseconds.map { Format.fixed($0, 1) }.joined(separator: ", "))).")
+            }
         }
         if let failover {
             out.append("")

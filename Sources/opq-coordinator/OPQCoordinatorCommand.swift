@@ -54,9 +54,11 @@ struct OPQCoordinatorCommand: ParsableCommand {
               opq-coordinator --fsync always                  # also survive power loss (slower commits)
 
             Metrics and dashboard: --http 127.0.0.1:7132 serves Prometheus metrics at /metrics, a live \
-            dashboard at / and JSON at /api/... (docs/dashboard.md). Loopback only: there is no authentication \
-            yet (no CURVE, no token), so a non-loopback address is refused; reach it through an SSH tunnel. \
-            With --http the start line ends with " http=http://HOST:PORT" (port 0 = any free port).
+            dashboard at / and JSON at /api/... (docs/dashboard.md). Loopback only, unless CURVE protects the \
+            endpoints (--curve-key) AND a token is set (--http-token FILE, mode 0600, or $OPQ_HTTP_TOKEN); with a \
+            token every request needs "Authorization: Bearer TOKEN" (a browser: the token as password). Otherwise \
+            reach it through an SSH tunnel. With --http the start line ends with " http=http://HOST:PORT" (port 0 = \
+            any free port).
             """,
         version: OPQVersion.line)
 
@@ -99,8 +101,19 @@ struct OPQCoordinatorCommand: ParsableCommand {
     @Option(help: "Log format on standard error: 'text', or 'json' (one object per line, metadata keys as fields).")
     var logFormat: String = LogFormat.text.rawValue
 
-    @Option(help: "Serve /metrics, the dashboard (/) and /api on HOST:PORT, e.g. 127.0.0.1:7132. Loopback only: there is no authentication yet.")
+    @Option(help: "Serve /metrics, the dashboard (/) and /api on HOST:PORT, e.g. 127.0.0.1:7132. Loopback only, unless CURVE is on and --http-token is set.")
     var http: String?
+
+    @Option(help: ArgumentHelp("A file (mode 0600) whose first line is the token HTTP requests must carry (Authorization: Bearer TOKEN); or set $\(HTTPAccess.tokenEnvironment).", valueName: "file"))
+    var httpToken: String?
+
+    /// Whether CURVE protects the endpoints (issue 13's merge: `configuration.curve != nil`).
+    var curveIsOn: Bool { false }
+
+    /// The HTTP token rule from --http-token, $OPQ_HTTP_TOKEN and CURVE.
+    func httpAccess() throws(HTTPAddressError) -> HTTPAccess {
+        HTTPAccess(token: try HTTPAccess.token(file: httpToken, environment: ProcessInfo.processInfo.environment), curveIsOn: curveIsOn)
+    }
 
     func validate() throws {
         // Every number is checked here against the range every other edge uses (OPQCore.Limits), so a
@@ -119,7 +132,9 @@ struct OPQCoordinatorCommand: ParsableCommand {
         guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("unknown --log-level '\(logLevel)'") }
         guard LogFormat(rawValue: logFormat) != nil else { throw ValidationError("--log-format must be 'text' or 'json', not '\(logFormat)'") }
         if let http {
-            do { _ = try HTTPAddress(parsing: http) } catch { throw ValidationError(error.description) }
+            do { _ = try HTTPAddress(parsing: http, allowNonLoopback: try httpAccess().allowsNonLoopback) } catch { throw ValidationError(error.description) }
+        } else if httpToken != nil {
+            throw ValidationError("--http-token is for the HTTP server: give --http HOST:PORT too")
         }
     }
 
@@ -157,7 +172,9 @@ struct OPQCoordinatorCommand: ParsableCommand {
         if let http {
             let publisher = SnapshotPublisher()
             coordinator.publishSnapshots(to: publisher)
-            let server = DashboardServer(address: try HTTPAddress(parsing: http), publisher: publisher, logger: Logger(label: "opq.http"))
+            let access = try httpAccess()
+            let server = DashboardServer(address: try HTTPAddress(parsing: http, allowNonLoopback: access.allowsNonLoopback),
+                                         publisher: publisher, access: access, logger: Logger(label: "opq.http"))
             do {
                 dashboard = try server.start()
             } catch {

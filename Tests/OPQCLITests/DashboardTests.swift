@@ -12,11 +12,11 @@ import Testing
         /// `http://127.0.0.1:PORT`, as the coordinator printed it.
         let http: String
 
-        init(_ scratch: Scratch, slots: Int) throws {
+        init(_ scratch: Scratch, slots: Int, httpOptions: [String] = []) throws {
             clients = "ipc://\(scratch.path("clients.sock"))"
             let workers = "ipc://\(scratch.path("workers.sock"))"
             coordinator = try Run("opq-coordinator", ["--workers-endpoint", workers, "--clients-endpoint", clients,
-                                                      "--http", "127.0.0.1:0"], in: scratch)
+                                                      "--http", "127.0.0.1:0"] + httpOptions, in: scratch)
             worker = try Run("opq-worker", ["--coordinator", workers, "--name", "w1", "--slots", String(slots)], in: scratch)
             guard coordinator.waitForOutput("\n", within: 60),
                   let field = coordinator.stdout.split(separator: " ").first(where: { $0.hasPrefix("http=") }) else {
@@ -54,6 +54,36 @@ import Testing
                                                       "--workers-endpoint", "ipc://\(scratch.path("w"))"], in: scratch)
         #expect(coordinator.finish(within: 30) == 64)
         #expect(coordinator.stderr.contains("not a loopback address"), "\(coordinator.stderr)")
+        // A token alone is not enough: CURVE must protect the endpoints too. The error names both flags.
+        let token = try scratch.write("token", "a-token-of-thirty-two-characters\n")
+        #expect(chmod(token, 0o600) == 0)
+        let withToken = try Run("opq-coordinator", ["--http", "0.0.0.0:7132", "--http-token", token,
+                                                    "--clients-endpoint", "ipc://\(scratch.path("c"))",
+                                                    "--workers-endpoint", "ipc://\(scratch.path("w"))"], in: scratch)
+        #expect(withToken.finish(within: 30) == 64)
+        #expect(withToken.stderr.contains("--curve-key") && withToken.stderr.contains("--http-token"), "\(withToken.stderr)")
+    }
+
+    @Test func withATokenEveryHTTPRequestMustCarryIt() throws {
+        let scratch = try Scratch()
+        defer { scratch.remove() }
+        let secret = "a-token-of-thirty-two-characters"
+        let token = try scratch.write("token", secret + "\n")
+        #expect(chmod(token, 0o600) == 0)
+        let cluster = try Cluster(scratch, slots: 1, httpOptions: ["--http-token", token])
+        defer { cluster.stop() }
+        func status(_ path: String, _ extra: [String]) throws -> String {
+            let get = try Run("/usr/bin/curl", ["-s", "-o", "/dev/null", "-w", "%{http_code}"] + extra + [cluster.http + path], in: scratch)
+            return get.finish(within: 30) == 0 ? get.stdout : "curl failed: \(get.stderr)"
+        }
+        for path in ["/", "/metrics", "/api/jobs", "/api/events"] {
+            #expect(try status(path, []) == "401", "\(path) without the token")
+            #expect(try status(path, ["-H", "Authorization: Bearer not-the-token-but-as-long-as-it"]) == "401", "\(path) with a wrong token")
+        }
+        let refused = try Run("/usr/bin/curl", ["-s", cluster.http + "/metrics"], in: scratch)
+        #expect(refused.finish(within: 30) == 0 && refused.stdout.contains("Authorization: Bearer TOKEN"), "\(refused.stdout)")
+        #expect(try status("/metrics", ["-H", "Authorization: Bearer \(secret)"]) == "200")
+        #expect(try status("/api/jobs", ["-u", "anyone:\(secret)"]) == "200")
     }
 
     @Test func prometheusScrapesTheCoordinatorDuringAJobAndCountsItsOutcomes() throws {
@@ -227,7 +257,7 @@ private func jsonLines(_ text: String) -> [[String: Any]] {
 }
 
 /// GET `url` with curl (a real HTTP client) and parse the body as JSON.
-private func getJSON(_ url: String, in scratch: Scratch) throws -> Any {
+func getJSON(_ url: String, in scratch: Scratch) throws -> Any {
     let get = try Run("/usr/bin/curl", ["-sf", url], in: scratch)
     guard get.finish(within: 30) == 0 else { throw DashboardTestError("GET \(url) failed: \(get.stderr)") }
     return try JSONSerialization.jsonObject(with: Data(get.stdout.utf8))

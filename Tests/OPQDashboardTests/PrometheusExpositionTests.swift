@@ -16,7 +16,8 @@ struct PrometheusExpositionTests {
                       "handlers": [], "operations": [7]}],
          "tasks": [], "failures": [],
          "totals": {"messagesReceived": 42, "messagesPerSecond": 2.5, "retries": 1, "attemptsLost": 0, "workersLost": 2, "jobs": 1,
-                    "eventsMissed": 0,
+                    "eventsMissed": 0, "telemetrySeconds": 0.25,
+                    "snapshotBuild": {"bounds": [0.1, 1], "counts": [3, 0, 0], "sum": 0.03, "count": 3},
                     "dispatchLatency": {"bounds": [0.1, 1], "counts": [2, 1, 1], "sum": 3.5, "count": 4},
                     "journalCommit": {"bounds": [0.1, 1], "counts": [0, 0, 0], "sum": 0, "count": 0}}}
         """
@@ -34,6 +35,7 @@ struct PrometheusExpositionTests {
         #expect(text.contains("opq_worker_slots{worker=\"w1\",state=\"free\"} 3\n"))
         #expect(text.contains("opq_workers_lost_total 2\n") && text.contains("opq_retries_total 1\n"))
         #expect(text.contains("opq_messages_per_second 2.5\n"))
+        #expect(text.contains("opq_telemetry_loop_seconds_total 0.25\n") && text.contains("opq_snapshot_build_seconds_count 3\n"))
     }
 
     @Test func histogramBucketsAreCumulativeAndEndWithInfinity() throws {
