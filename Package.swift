@@ -128,6 +128,7 @@ let package = Package(
         .testTarget(name: "OPQJobFileTests", dependencies: ["OPQJobFile", "OPQCore"]),
         .testTarget(name: "OPQCLITests", dependencies: ["OPQCore", "OPQSpawn"]),
         .testTarget(name: "OPQJournalTests", dependencies: ["OPQJournal", "OPQCore", "OPQWire"]),
+        .testTarget(name: "OPQCoordinatorTests", dependencies: ["OPQCoordinator", "ZeroMQ"]),
         .testTarget(
             name: "OPQEndToEndTests",
             dependencies: ["OPQClient", "OPQCore", "OPQWire", "OPQWorker", "OPQSpawn", "ZeroMQ"]

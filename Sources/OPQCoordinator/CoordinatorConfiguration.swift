@@ -1,4 +1,5 @@
 import OPQJournal
+import ZeroMQ
 
 /// Settings of a coordinator. The defaults bind loopback only: opq runs commands, so an open port is
 /// remote code execution.
@@ -33,6 +34,9 @@ public struct CoordinatorConfiguration: Sendable {
     /// them, before they get a new attempt. Workers notice a restart within `liveness × heartbeatInterval`
     /// and reconnect within a second or so; a worker that re-registers without an attempt ends its wait at once.
     public var recoveryGrace = 5.0
+    /// CURVE: both sockets encrypt and authenticate with these keys, and admit only the authorized
+    /// public keys (``AuthorizedKeys``). Nil = no encryption, and only loopback or `ipc://` endpoints.
+    public var curve: CurveSettings?
 
     /// The defaults.
     public init() {}
@@ -45,12 +49,15 @@ public struct EndpointError: Error, CustomStringConvertible {
 
 /// The loopback-by-default rule (DESIGN.md: never bind a non-loopback address without CURVE keys).
 public enum EndpointPolicy {
-    /// Throws unless `endpoint` is `ipc://`, `inproc://` or TCP on a loopback address.
-    public static func checkLoopback(_ endpoint: String) throws(EndpointError) {
+    /// Throws unless `endpoint` is `ipc://`, `inproc://` or TCP on a loopback address. With
+    /// `allowNonLoopback` (the coordinator has CURVE keys: every peer is authenticated) any TCP address
+    /// is accepted.
+    public static func checkLoopback(_ endpoint: String, allowNonLoopback: Bool = false) throws(EndpointError) {
         if endpoint.hasPrefix("ipc://") || endpoint.hasPrefix("inproc://") { return }
         guard endpoint.hasPrefix("tcp://") else {
             throw EndpointError(description: "unsupported endpoint '\(endpoint)': use tcp://HOST:PORT or ipc://PATH")
         }
+        if allowNonLoopback { return }
         var host = String(endpoint.dropFirst("tcp://".count))
         if host.hasPrefix("[") {
             host = String(host.dropFirst().prefix { $0 != "]" })
@@ -60,8 +67,8 @@ public enum EndpointPolicy {
         guard host == "localhost" || host == "::1" || host.hasPrefix("127.") else {
             throw EndpointError(description: """
                 refusing to bind '\(endpoint)': it is not a loopback address, and opq runs commands, so an open \
-                port is remote code execution. Bind 127.0.0.1 (or ipc://) and reach it through an SSH tunnel; \
-                CURVE-authenticated remote binding is not supported yet.
+                port is remote code execution. Bind 127.0.0.1 (or ipc://), or give the \
+                coordinator CURVE keys (--curve-key, see 'opq keys generate') to bind other addresses.
                 """)
         }
     }

@@ -4,6 +4,7 @@ import Foundation
 import Logging
 import OPQCoordinator
 import OPQJournal
+import ZeroMQ
 
 /// `opq-coordinator`: holds the dependency graph and the queues, and dispatches to workers.
 @main
@@ -14,7 +15,7 @@ struct OPQCoordinatorCommand: ParsableCommand {
         discussion: """
             Workers (opq-worker) connect to the workers endpoint; the opq command line and OPQClient programs \
             connect to the clients endpoint. Both bind loopback by default: opq runs commands, so an open \
-            port is remote code execution. Non-loopback addresses are refused.
+            port is remote code execution. Non-loopback addresses are refused without CURVE keys (below).
 
             Examples:
               opq-coordinator
@@ -31,6 +32,15 @@ struct OPQCoordinatorCommand: ParsableCommand {
             start); a damaged or unreadable journal is an error (exit status 2), never a silent fresh start.
               opq-coordinator --state /var/lib/opq            # default: $XDG_STATE_HOME/opq, else ~/.local/state/opq
               opq-coordinator --fsync always                  # also survive power loss (slower commits)
+
+            Across machines (CURVE: encrypted, and every worker and client authenticated by its key):
+              opq keys generate --role coordinator --out keys
+              opq-coordinator --curve-key keys/coordinator.secret --authorized-workers workers.d \\
+                --authorized-clients clients.d --workers-endpoint tcp://0.0.0.0:7130 --clients-endpoint tcp://0.0.0.0:7131
+            With --curve-key any address may be bound; only keys whose .public file is in --authorized-workers \
+            may connect as workers, only those in --authorized-clients as clients. SIGHUP rereads both \
+            directories: a worker whose key was removed is disconnected and its operations requeued. The \
+            secret key may come from $OPQ_CURVE_SECRET_KEY (the key itself) instead of a file.
             """)
 
     @Option(help: "Endpoint workers connect to (tcp://127.0.0.1:PORT or ipc://PATH).")
@@ -60,6 +70,29 @@ struct OPQCoordinatorCommand: ParsableCommand {
     @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.")
     var logLevel: String = "info"
 
+    @Option(help: ArgumentHelp("CURVE: this coordinator's secret key file (mode 0600; environment: OPQ_CURVE_SECRET_KEY). Encrypts both endpoints and allows non-loopback addresses.", valueName: "file"))
+    var curveKey: String?
+
+    @Option(help: ArgumentHelp("CURVE: directory of the worker public keys (*.public) admitted on the workers endpoint.", valueName: "dir"))
+    var authorizedWorkers: String?
+
+    @Option(help: ArgumentHelp("CURVE: directory of the client public keys (*.public) admitted on the clients endpoint.", valueName: "dir"))
+    var authorizedClients: String?
+
+    /// The CURVE settings from the options and environment; nil without a key.
+    func curveSettings() throws -> CurveSettings? {
+        guard let keys = try CurveKeys.ownKeys(file: curveKey, environment: ProcessInfo.processInfo.environment) else {
+            guard authorizedWorkers == nil, authorizedClients == nil else {
+                throw ValidationError("--authorized-workers and --authorized-clients need --curve-key (or OPQ_CURVE_SECRET_KEY)")
+            }
+            return nil
+        }
+        guard let authorizedWorkers, let authorizedClients else {
+            throw ValidationError("with --curve-key, give --authorized-workers DIR and --authorized-clients DIR (an empty directory admits nobody)")
+        }
+        return CurveSettings(keys: keys, authorizedWorkers: authorizedWorkers, authorizedClients: authorizedClients)
+    }
+
     func validate() throws {
         guard heartbeat > 0 else { throw ValidationError("--heartbeat must be positive") }
         guard liveness >= 1 else { throw ValidationError("--liveness must be at least 1") }
@@ -87,6 +120,7 @@ struct OPQCoordinatorCommand: ParsableCommand {
         configuration.recoveryGrace = recoveryGrace
         let coordinator: Coordinator
         do {
+            configuration.curve = try curveSettings()
             coordinator = try Coordinator(configuration: configuration, logger: Logger(label: "opq.coordinator"))
         } catch {
             FileHandle.standardError.write(Data("opq-coordinator: \(error)\n".utf8))
@@ -101,7 +135,11 @@ struct OPQCoordinatorCommand: ParsableCommand {
             source.resume()
             return source
         }
+        signal(SIGHUP, SIG_IGN)
+        let reload = DispatchSource.makeSignalSource(signal: SIGHUP, queue: .global())
+        reload.setEventHandler { coordinator.reload() }
+        reload.resume()
         try coordinator.run()
-        withExtendedLifetime(signals) {}
+        withExtendedLifetime((signals, reload)) {}
     }
 }
