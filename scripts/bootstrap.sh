@@ -13,6 +13,9 @@ fi
 if ! command -v pkg-config >/dev/null 2>&1 || ! pkg-config --exists sqlite3; then
     missing+=(libsqlite3-dev)
 fi
+# The network-namespace tests (NetnsTests, run as root): iproute2 and a packet capture.
+command -v ip >/dev/null 2>&1 || missing+=(iproute2)
+command -v tcpdump >/dev/null 2>&1 || missing+=(tcpdump)
 if [ ${#missing[@]} -gt 0 ]; then
     echo "bootstrap: installing ${missing[*]}" >&2
     sudo=""
