@@ -126,6 +126,12 @@ struct OPQCoordinatorCommand: ParsableCommand {
             FileHandle.standardError.write(Data("opq-coordinator: \(error)\n".utf8))
             throw ExitCode(2)
         }
+        // SIGHUP rereads the authorized keys; handled before the start line, so a signal sent on seeing
+        // it never meets the default action (termination).
+        signal(SIGHUP, SIG_IGN)
+        let reload = DispatchSource.makeSignalSource(signal: SIGHUP, queue: .global())
+        reload.setEventHandler { coordinator.reload() }
+        reload.resume()
         FileHandle.standardOutput.write(Data("opq-coordinator workers=\(coordinator.workersEndpoint) clients=\(coordinator.clientsEndpoint)\n".utf8))
         FileHandle.standardOutput.synchronizeFile()
         let signals = [SIGINT, SIGTERM].map { number in
@@ -135,10 +141,6 @@ struct OPQCoordinatorCommand: ParsableCommand {
             source.resume()
             return source
         }
-        signal(SIGHUP, SIG_IGN)
-        let reload = DispatchSource.makeSignalSource(signal: SIGHUP, queue: .global())
-        reload.setEventHandler { coordinator.reload() }
-        reload.resume()
         try coordinator.run()
         withExtendedLifetime((signals, reload)) {}
     }
