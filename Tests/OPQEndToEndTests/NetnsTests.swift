@@ -167,4 +167,72 @@ struct NetnsTests {
         #expect(bytes.range(of: Data(marker.utf8)) == nil, "the command text went over the wire in clear")
         #expect(bytes.range(of: Data("echo".utf8)) == nil)
     }
+
+    @Test func aPartitionedWorkersOperationsRunAgainOnTheOtherWorkerAndNeverTwiceAtOnce() throws {
+        let lab = try NetnsLab(hosts: ["w1", "w2", "client"])
+        defer { lab.stop() }
+        let keyring = try CurveKeyring(in: lab.path("keys"))
+        let head = lab.addresses["coordinator"]!
+        let keys = try ["w1", "w2"].map { try keyring.make($0, authorizedAs: .worker) }
+        let clientKey = try keyring.make("client", authorizedAs: .client)
+        let coordinator = try lab.start("opq-coordinator", [
+            "--workers-endpoint", "tcp://\(head):7130", "--clients-endpoint", "tcp://\(head):7131", "--state", lab.path("state"),
+            "--heartbeat", "0.5", "--liveness", "3", "--log-level", "debug",
+        ] + keyring.coordinatorArguments, in: "coordinator", name: "coordinator")
+        try #require(coordinator.waitForOutput("opq-coordinator workers=", within: 30), "\(lab.logs)")
+        func startWorker(_ index: Int) throws -> ChildProcess {
+            let name = "w\(index + 1)"
+            return try lab.start("opq-worker", ["--coordinator", "tcp://\(head):7130", "--name", name, "--slots", "2", "--heartbeat", "0.5"]
+                                 + keyring.workerArguments(keys[index].secretFile), in: name, name: name)
+        }
+        let w1 = try startWorker(0)
+
+        // Each run holds an exclusive flock on its operation's lock file while it lives; a second copy
+        // that finds it held records "twice".
+        let fifo = try WorkerTrustTests.HeldFifo(lab.path("started"))
+        let runs = lab.path("runs")
+        let job = lab.path("job.yaml")
+        let script = { (name: String) in
+            "exec 9>\(lab.path(name)).lock; if flock -n 9; then echo \"start \(name) $PPID\" >> \(runs); echo \"\(name) $PPID\" > \(fifo.path); "
+                + "sleep 4; echo \"end \(name) $PPID\" >> \(runs); else echo \"twice \(name) $PPID\" >> \(runs); exit 3; fi"
+        }
+        try """
+            operations:
+              - name: op1
+                shell: '\(script("op1"))'
+              - name: op2
+                shell: '\(script("op2"))'
+              - name: after
+                after: [op1, op2]
+                shell: 'echo "after $PPID" >> \(runs)'
+            """.write(toFile: job, atomically: true, encoding: .utf8)
+        let client = ["--coordinator", "tcp://\(head):7131", "--server-key", keyring.coordinatorPublic, "--curve-key", clientKey.secretFile]
+        let submit = try lab.start("opq", client + ["submit", job], in: "client", name: "submit")
+        try #require(submit.waitForExit(within: 60) == 0, "\(lab.logs)")
+        let first = fifo.lines(2, within: 30)
+        try #require(first.count == 2 && first.allSatisfy { $0.hasSuffix(" \(w1.pid)") }, "\(first)\n\(lab.logs)")
+
+        // w2 joins; w1's link goes down with both commands running, until both have run again on w2.
+        let w2 = try startWorker(1)
+        let cut = Date()
+        try lab.run(["-n", lab.namespace("coordinator"), "link", "set", lab.link("w1"), "down"])
+        let reruns = fifo.lines(2, within: 30)
+        let requeuedAfter = Date().timeIntervalSince(cut)
+        #expect(reruns.count == 2 && reruns.allSatisfy { $0.hasSuffix(" \(w2.pid)") }, "\(reruns)\n\(lab.logs)")
+        // Liveness bound: lost after 3 × 0.5 s of silence, requeued a 1 s lease margin later (plus a
+        // loaded machine's slack and w2's registration).
+        #expect(requeuedAfter < 10, "requeued \(requeuedAfter) s after the partition")
+        #expect(coordinator.output.contains("worker lost"), "\(coordinator.output)")
+        try lab.run(["-n", lab.namespace("coordinator"), "link", "set", lab.link("w1"), "up"])
+
+        let jobID = try #require(submit.output.split(whereSeparator: \.isWhitespace).first { $0.hasPrefix("job-") }, "\(submit.output)")
+        let wait = try lab.start("opq", client + ["wait", String(jobID)], in: "client", name: "wait")
+        #expect(wait.waitForExit(within: 60) == 0, "\(lab.logs)")
+        let lines = Evidence.lines(runs)
+        #expect(lines.filter { $0.hasPrefix("twice") }.isEmpty, "a command overlapped its rerun:\n\(lines)")
+        for name in ["op1", "op2"] {
+            #expect(lines.filter { $0.hasPrefix("end \(name) ") } == ["end \(name) \(w2.pid)"], "\(name) ended once, on w2:\n\(lines)")
+        }
+        #expect(lines.filter { $0.hasPrefix("after ") }.count == 1, "\(lines)")
+    }
 }
