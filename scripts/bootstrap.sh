@@ -28,6 +28,9 @@ if [ "${1:-}" = "--tests" ] || [ "${1:-}" = "--deploy" ]; then
     command -v prometheus >/dev/null 2>&1 || missing+=(prometheus)
     command -v chromium >/dev/null 2>&1 || missing+=(chromium)
     command -v curl >/dev/null 2>&1 || missing+=(curl)
+    # The network-namespace tests (NetnsTests, run as root): iproute2 and a packet capture.
+    command -v ip >/dev/null 2>&1 || missing+=(iproute2)
+    command -v tcpdump >/dev/null 2>&1 || missing+=(tcpdump)
 fi
 if [ ${#missing[@]} -gt 0 ]; then
     echo "bootstrap: installing ${missing[*]}" >&2

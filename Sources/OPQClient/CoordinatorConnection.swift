@@ -12,6 +12,9 @@ public enum ClientError: Error, CustomStringConvertible {
     case malformed(WireError)
     /// The local socket failed.
     case transport(ZMQError)
+    /// No answer over a CURVE connection that never got one: the coordinator refused this client's key,
+    /// or the server key is wrong (or no coordinator runs there).
+    case keyNotAccepted(endpoint: String, seconds: Double)
     /// The connection was closed (``RemoteCoordinator/close()``) before an answer came.
     case closed(endpoint: String)
     /// An operation was given to a queue a second time (`Operation` aborts the process; we throw).
@@ -23,6 +26,10 @@ public enum ClientError: Error, CustomStringConvertible {
         switch self {
         case let .timeout(endpoint, seconds):
             "no answer from the coordinator at \(endpoint) within \(seconds) s (is opq-coordinator running?)"
+        case let .keyNotAccepted(endpoint, seconds):
+            "the coordinator did not accept this key: no answer from \(endpoint) within \(seconds) s over CURVE. Check that "
+                + "the server key (--server-key, \(CurveKeys.serverKeyVariable)) is the coordinator's public key and that this "
+                + "client's public key is in its --authorized-clients directory (or that opq-coordinator is running)"
         case .refused(let error): error.message
         case .malformed(let error): "malformed answer from the coordinator: \(error)"
         case .transport(let error): "\(error)"
@@ -50,10 +57,15 @@ public final class CoordinatorConnection {
     private var nextRequestID: UInt64 = 1
     private var inbox: [Opq_V1_CoordinatorToClient] = []
     private var inboxRaw: [[[UInt8]]] = []
+    /// How the connection is secured.
+    public let security: ConnectionSecurity
+    /// Whether anything came from the coordinator yet (over CURVE: whether it accepted this key).
+    private var heard = false
 
     /// Connects (lazily: ZeroMQ connects in the background; the first request waits for it).
-    public init(endpoint: String, context: Context? = nil) throws(ZMQError) {
+    public init(endpoint: String, security: ConnectionSecurity = .none, context: Context? = nil) throws(ZMQError) {
         self.endpoint = endpoint
+        self.security = security
         ownsContext = context == nil
         if let context {
             self.context = context
@@ -63,6 +75,7 @@ public final class CoordinatorConnection {
         socket = try self.context.socket(.dealer)
         try socket.set(.linger, 0)
         try socket.set(.maxMessageSize, Int64(WireLimits.maxFrameBytes))
+        try security.apply(to: socket)
         try socket.connect(endpoint)
     }
 
@@ -90,7 +103,10 @@ public final class CoordinatorConnection {
         }
         let deadline = ContinuousClock.now + .milliseconds(Int(timeout * 1000))
         while true {
-            guard let (message, raw) = try receive(until: deadline) else { throw .timeout(endpoint: endpoint, seconds: timeout) }
+            guard let (message, raw) = try receive(until: deadline) else {
+                throw security.isCurve && !heard ? .keyNotAccepted(endpoint: endpoint, seconds: timeout) : .timeout(endpoint: endpoint, seconds: timeout)
+            }
+            heard = true
             if case .reply(let reply) = message.body, reply.requestID == id || reply.requestID == 0 {
                 if case .error(let error) = reply.result { throw .refused(error) }
                 return (reply, raw)

@@ -56,6 +56,7 @@ public final class RemoteCoordinator: @unchecked Sendable {
             try startWatching(timeout: timeout)
         } catch {
             loop.close()
+            if case let .timeout(endpoint, seconds) = error, security.isCurve { throw .keyNotAccepted(endpoint: endpoint, seconds: seconds) }
             throw error
         }
     }

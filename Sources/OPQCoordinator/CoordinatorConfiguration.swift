@@ -45,6 +45,9 @@ public struct CoordinatorConfiguration: Sendable {
     /// them, before they get a new attempt. Workers notice a restart within `liveness × heartbeatInterval`
     /// and reconnect within a second or so; a worker that re-registers without an attempt ends its wait at once.
     public var recoveryGrace = 5.0
+    /// CURVE: both sockets encrypt and authenticate with these keys, and admit only the authorized
+    /// public keys (``AuthorizedKeys``). Nil = no encryption, and only loopback or `ipc://` endpoints.
+    public var curve: CurveSettings?
 
     /// The defaults.
     public init() {}
@@ -124,8 +127,9 @@ public enum EndpointPolicy {
             let addresses = (try? endpoint.addresses().map(\.text).joined(separator: ", ")) ?? ""
             throw EndpointError(endpoint: text, problem: """
                 it is reachable from other machines (\(addresses)), and opq runs commands, so an open port is \
-                remote code execution. Bind 127.0.0.1, [::1], localhost or ipc:// and reach it through an SSH \
-                tunnel; CURVE-authenticated remote binding is not supported yet.
+                remote code execution. Bind 127.0.0.1, [::1], localhost or ipc://, or give the coordinator CURVE \
+                keys (--curve-key with --authorized-workers/--authorized-clients; see 'opq keys generate') to bind \
+                other addresses.
                 """)
         }
     }

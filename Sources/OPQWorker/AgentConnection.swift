@@ -227,10 +227,14 @@ final class AgentConnection {
             sendRegister(now: now)
         case .connecting(let deadline):
             if !sendRegister(now: now), now >= deadline {
-                lose("no connection to the coordinator", error: "none within \(window) s", now: now)
+                lose(configuration.curveServerKey == nil ? "no connection to the coordinator" : Self.keyNotAccepted,
+                     error: "none within \(window) s", now: now)
             }
         case .registering(let deadline):
-            if now >= deadline { lose("no Welcome from the coordinator", error: "none within \(window) s", now: now) }
+            if now >= deadline {
+                lose(configuration.curveServerKey == nil ? "no Welcome from the coordinator" : Self.keyNotAccepted,
+                     error: "none within \(window) s", now: now)
+            }
         case .ready:
             if now - lastHeartbeat >= interval, let frames = encode(Opq_V1_WorkerMessage.heartbeat, what: "Heartbeat"),
                send(frames, now: now) {
@@ -280,6 +284,11 @@ final class AgentConnection {
         phase = .connecting(deadline: now + window)
         logger.debug("connecting")
     }
+
+    /// Why a CURVE connection gets nowhere: the coordinator refused the key in its handshake (or is not there).
+    static let keyNotAccepted = "the coordinator did not accept this key: no CURVE connection. Check that --server-key "
+        + "is the coordinator's public key and that this worker's public key is in its --authorized-workers directory "
+        + "(or that the coordinator is running)"
 
     /// Sends `Register` if the phase is ``Phase/connecting(deadline:)``; returns whether it went out.
     @discardableResult

@@ -9,7 +9,7 @@ import Darwin
 ///
 /// libzmq accepts much more in an endpoint string than one address: a source address before `;`
 /// (`tcp://127.0.0.1:0;0.0.0.0:7130` *binds 0.0.0.0*), interface names (`tcp://eth0:7130`), wildcards
-/// (`tcp://*:7130`), zone ids (`[fe80::1%eth0]`). A policy that looks at a prefix of the string is
+/// (`tcp://*:7130`; the numeric `0.0.0.0` and `[::]` parse, and the policy admits them only with CURVE), zone ids (`[fe80::1%eth0]`). A policy that looks at a prefix of the string is
 /// fooled by them, so every endpoint opq binds or connects is parsed here first, and anything but one
 /// plain address is refused with an ``EndpointError`` that says what to write instead.
 ///
@@ -93,9 +93,7 @@ public struct Endpoint: Hashable, Sendable, CustomStringConvertible {
             portText = String(after.dropFirst())
             if hostText.contains("%") { throw refuse("interface (zone) names are not accepted: give a plain address") }
             guard let bytes = numericBytes(hostText, family: AF_INET6) else { throw refuse("'\(hostText)' is not an IPv6 address") }
-            if bytes.allSatisfy({ $0 == 0 }) {
-                throw refuse("'[\(hostText)]' means every interface: give one address, e.g. [::1]")
-            }
+            _ = bytes  // `[::]` (every interface) parses; the policy admits it only with authentication
             host = .ipv6(hostText)
         } else {
             guard let colon = rest.lastIndex(of: ":") else { throw refuse("the port is missing: write tcp://HOST:PORT") }
@@ -103,8 +101,8 @@ public struct Endpoint: Hashable, Sendable, CustomStringConvertible {
             portText = String(rest[rest.index(after: colon)...])
             if hostText.contains(":") { throw refuse("write an IPv6 address in brackets: tcp://[\(hostText)]:PORT") }
             if hostText.isEmpty { throw refuse("the host is missing: write tcp://HOST:PORT") }
-            if hostText == "*" || hostText == "0.0.0.0" {
-                throw refuse("'\(hostText)' means every interface: give one address, e.g. 127.0.0.1")
+            if hostText == "*" {
+                throw refuse("'*' means every interface: write 0.0.0.0 or [::] for that (allowed only with CURVE keys), or one address, e.g. 127.0.0.1")
             }
             if numericBytes(hostText, family: AF_INET) != nil {
                 host = .ipv4(hostText)
