@@ -2,8 +2,8 @@
 # Installs what a fresh Debian machine lacks to build opq: pkg-config, libzmq (libzmq3-dev) and SQLite
 # (libsqlite3-dev). `scripts/bootstrap.sh --tests` (what scripts/test.sh runs) also installs what the
 # tests start for real: GNU parallel (the reference for opq map), Prometheus, Chromium and curl (the
-# dashboard's tests), and for the deploy tests Slurm and munge (a single-node Slurm), systemd-analyze (the
-# units) and man (the man pages).
+# dashboard's tests), iproute2 and tcpdump (hosts in network namespaces, a capture of their traffic), and
+# for the deploy tests Slurm and munge (a single-node Slurm), systemd-analyze (the units) and man.
 # Swift itself must already be installed. Safe to run again: it installs only what is missing.
 set -euo pipefail
 
