@@ -42,8 +42,12 @@ if [ "$libfuzzer" = 1 ]; then
     for target in "${targets[@]}"; do
         echo "== building opq-fuzz-$target (libFuzzer + AddressSanitizer)"
         # The linker warns about every ASan symbol it cannot export; only errors matter.
-        swift build --package-path Fuzz "${flags[@]}" --product "opq-fuzz-$target" 2>&1 | grep -v "Cannot export local symbol" || true
-        [ "${PIPESTATUS[0]}" = 0 ] || { echo "fuzz.sh: building opq-fuzz-$target failed" >&2; exit 1; }
+        mkdir -p Fuzz/.build
+        build_log=Fuzz/.build/build-$target.log
+        built=0
+        swift build --package-path Fuzz "${flags[@]}" --product "opq-fuzz-$target" > "$build_log" 2>&1 || built=$?
+        grep -v "Cannot export local symbol" "$build_log" || true
+        [ "$built" = 0 ] || { echo "fuzz.sh: building opq-fuzz-$target failed (exit $built)" >&2; exit 1; }
     done
     bin=$(swift build --package-path Fuzz "${flags[@]}" --show-bin-path)
     for target in "${targets[@]}"; do

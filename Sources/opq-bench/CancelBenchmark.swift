@@ -117,7 +117,6 @@ enum CancelBenchmark {
         try stream.request { $0.watch.all = Opq_V1_All() }
 
         let stopLoad = Flag()
-        var loadThread: Thread?
         if saturated {
             let hog = OperationSpec(queue: "hogs", work: .command(Command(["sha256sum", "/dev/zero"])))
             _ = try client.submit(Submission(Array(repeating: hog, count: options.hogs)))
@@ -128,12 +127,8 @@ enum CancelBenchmark {
                 while !stopLoad.isSet { _ = try? busy.submit(empty) }
             }
             thread.start()
-            loadThread = thread
         }
-        defer {
-            stopLoad.set()
-            _ = loadThread
-        }
+        defer { stopLoad.set() }  // the load thread ends after its current request
 
         var run = Run()
         let grandchild = "sleep 1000 & sleep 1000"

@@ -41,6 +41,7 @@ func template(_ text: String) {
     let item = lines.count > 1 ? String(lines[1]) : "item"
     for shell in [false, true] {
         guard let template = try? MapTemplate(words, shell: shell) else { continue }
-        _ = template.command(for: item, sequence: 1)
+        _ = template.command(for: [item], sequence: 1)
+        _ = template.command(for: item.split(separator: " ").map(String.init), sequence: 2)  // several inputs (::: / -n)
     }
 }
