@@ -92,20 +92,16 @@ public final class CoordinatorConnection {
         let id = nextRequestID
         nextRequestID += 1
         let message = Opq_V1_ClientRequest.request(id, fill)
-        do {
-            _ = try socket.send(try Frames.encode(message))
-        } catch let error as ZMQError {
-            throw .transport(error)
-        } catch let error as WireError {
-            throw .malformed(error)
-        } catch {
-            preconditionFailure("unexpected \(error)")
-        }
         let deadline = ContinuousClock.now + .milliseconds(Int(timeout * 1000))
+        let frames: [[UInt8]]
+        do {
+            frames = try Frames.encode(message)
+        } catch {
+            throw .malformed(error)
+        }
+        guard try send(frames, until: deadline) else { throw noAnswer(timeout) }
         while true {
-            guard let (message, raw) = try receive(until: deadline) else {
-                throw security.isCurve && !heard ? .keyNotAccepted(endpoint: endpoint, seconds: timeout) : .timeout(endpoint: endpoint, seconds: timeout)
-            }
+            guard let (message, raw) = try receive(until: deadline) else { throw noAnswer(timeout) }
             heard = true
             if case .reply(let reply) = message.body, reply.requestID == id || reply.requestID == 0 {
                 if case .error(let error) = reply.result { throw .refused(error) }
@@ -126,14 +122,43 @@ public final class CoordinatorConnection {
         return try receive(until: ContinuousClock.now + .milliseconds(Int(timeout * 1000)))?.message
     }
 
+    /// The error for a request that got no answer within `timeout` seconds: over CURVE, before anything
+    /// came on this connection, the key was most likely refused.
+    private func noAnswer(_ timeout: Double) -> ClientError {
+        security.isCurve && !heard ? .keyNotAccepted(endpoint: endpoint, seconds: timeout) : .timeout(endpoint: endpoint, seconds: timeout)
+    }
+
+    /// Queues `frames` for the coordinator, waiting until `deadline` at most; false if the socket would
+    /// not take them by then.
+    ///
+    /// A DEALER blocks a send while it has no connection to queue it on. That is the normal state of
+    /// a CURVE connection whose handshake was refused: libzmq drops such a connection for good (no
+    /// reconnect), so a plain blocking send never returns.
+    private func send(_ frames: [[UInt8]], until deadline: ContinuousClock.Instant) throws(ClientError) -> Bool {
+        var poller = Poller()
+        do {
+            _ = try poller.add(socket, events: .writable)
+            while try socket.send(frames, flags: .dontWait) != .sent {
+                guard ContinuousClock.now < deadline, try poller.poll(timeout: Self.milliseconds(until: deadline)) > 0 else { return false }
+            }
+            return true
+        } catch {
+            throw .transport(error)
+        }
+    }
+
+    /// Milliseconds from now to `deadline`, at least 0 (a `zmq_poll` timeout).
+    private static func milliseconds(until deadline: ContinuousClock.Instant) -> Int {
+        let left = deadline - ContinuousClock.now
+        return max(0, Int(left.components.seconds * 1000 + left.components.attoseconds / 1_000_000_000_000_000))
+    }
+
     private func receive(until deadline: ContinuousClock.Instant) throws(ClientError) -> (message: Opq_V1_CoordinatorToClient, raw: [[UInt8]])? {
         var poller = Poller()
         do {
             _ = try poller.add(socket)
             while true {
-                let left = deadline - ContinuousClock.now
-                let milliseconds = max(0, Int(left.components.seconds * 1000 + left.components.attoseconds / 1_000_000_000_000_000))
-                guard try poller.poll(timeout: milliseconds) > 0 else { return nil }
+                guard try poller.poll(timeout: Self.milliseconds(until: deadline)) > 0 else { return nil }
                 guard let frames = try socket.receiveMultipart(flags: .dontWait) else { continue }
                 do {
                     let (message, raw) = try Frames.decode(frames, as: Opq_V1_CoordinatorToClient.self)

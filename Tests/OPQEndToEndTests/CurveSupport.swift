@@ -80,3 +80,28 @@ extension ChildProcess {
         return true
     }
 }
+
+/// Runs `body` on its own thread and waits up to `seconds` for its result; nil if it has not returned
+/// by then (the thread is left blocked: a call that never returns is what such a test looks for).
+func resultOnThread<T: Sendable>(within seconds: Double, _ body: @escaping @Sendable () -> T) -> T? {
+    let slot = ThreadResult<T>()
+    let thread = Thread {
+        let value = body()
+        slot.done.lock()
+        slot.value = value
+        slot.done.broadcast()
+        slot.done.unlock()
+    }
+    thread.start()
+    let deadline = Date().addingTimeInterval(seconds)
+    slot.done.lock()
+    defer { slot.done.unlock() }
+    while slot.value == nil, slot.done.wait(until: deadline) {}
+    return slot.value
+}
+
+/// The result of ``resultOnThread(within:_:)``'s thread, guarded by its condition.
+private final class ThreadResult<T: Sendable>: @unchecked Sendable {
+    let done = NSCondition()
+    var value: T?
+}

@@ -105,6 +105,39 @@ struct CurveTests {
         #expect(Evidence.lines(log) == ["a", "b"], "nothing a stranger sent ran")
     }
 
+    /// Every request on a connection whose key the coordinator refused ends within its timeout with
+    /// "the coordinator did not accept this key". libzmq drops a refused CURVE connection for good, so
+    /// from the second request on the DEALER has no connection to queue on and a blocking send never
+    /// returned (the hang this suite used to show).
+    @Test func everyRequestOnARefusedConnectionEndsWithinItsTimeout() throws {
+        let cluster = try CurveCluster()
+        defer { cluster.stop() }
+        try cluster.startCoordinator()
+        let clientKey = try cluster.keyring.make("alice", authorizedAs: .client)
+        try cluster.client(clientKey.keys).request(timeout: 30) { $0.listQueues = Opq_V1_ListQueues() }
+        let (endpoint, serverKey) = (cluster.clientsEndpoint, cluster.keyring.coordinator.publicKey)
+        let stranger = try CurveKeyPair.generate()
+        let outcomes = resultOnThread(within: 60) { () -> [String] in
+            do {
+                let connection = try CoordinatorConnection(endpoint: endpoint, security: .curve(serverKey: serverKey, clientKeys: stranger))
+                return (0..<3).map { _ in
+                    do throws(ClientError) {
+                        try connection.request(timeout: 2) { $0.listQueues = Opq_V1_ListQueues() }
+                        return "answered"
+                    } catch {
+                        if case .keyNotAccepted = error { return "not accepted" }
+                        return "\(error)"
+                    }
+                }
+            } catch {
+                return ["\(error)"]
+            }
+        }
+        let outcome = try #require(outcomes, "a request on the refused connection never returned\n\(cluster.logs)")
+        #expect(outcome == ["not accepted", "not accepted", "not accepted"])
+        #expect(cluster.coordinator!.output.contains("key not authorized for clients"), "\(cluster.logs)")
+    }
+
     @Test func aKeyRegistersOneName() throws {
         let cluster = try CurveCluster()
         defer { cluster.stop() }
