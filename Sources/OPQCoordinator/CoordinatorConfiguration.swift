@@ -98,8 +98,9 @@ public struct CoordinatorConfiguration: Sendable {
 
 /// The loopback-only rule (DESIGN.md: never bind a non-loopback address without CURVE keys), a small
 /// decision over a fully parsed ``Endpoint``: the parser (ZeroMQ's `Endpoint`) refuses source addresses,
-/// interfaces and wildcards; this policy then requires `ipc://`, `inproc://`, or TCP whose host resolves
-/// to loopback addresses only. (When authentication lands, `authenticated` endpoints may be public.)
+/// interfaces and `*`; this policy then requires `ipc://`, `inproc://`, or TCP whose host resolves to
+/// loopback addresses only — unless the peers are authenticated (`allowNonLoopback`, true with CURVE),
+/// when any address binds, `0.0.0.0` and `[::]` included.
 public enum EndpointPolicy {
     /// The endpoint to bind for `text`, parsed; throws unless it may be bound under this policy.
     public static func bindable(_ text: String, allowNonLoopback: Bool = false) throws(EndpointError) -> Endpoint {

@@ -9,9 +9,13 @@ import Darwin
 ///
 /// libzmq accepts much more in an endpoint string than one address: a source address before `;`
 /// (`tcp://127.0.0.1:0;0.0.0.0:7130` *binds 0.0.0.0*), interface names (`tcp://eth0:7130`), wildcards
-/// (`tcp://*:7130`; the numeric `0.0.0.0` and `[::]` parse, and the policy admits them only with CURVE), zone ids (`[fe80::1%eth0]`). A policy that looks at a prefix of the string is
+/// (`tcp://*:7130`), zone ids (`[fe80::1%eth0]`). A policy that looks at a prefix of the string is
 /// fooled by them, so every endpoint opq binds or connects is parsed here first, and anything but one
 /// plain address is refused with an ``EndpointError`` that says what to write instead.
+///
+/// The numeric `0.0.0.0` and `[::]` (every interface) are plain addresses: they parse, are not
+/// ``isLocalOnly()``, and the coordinator's policy admits them only when its peers are authenticated
+/// (CURVE).
 ///
 /// A host name is allowed (`tcp://localhost:7130`); ``resolve()`` looks it up (`getaddrinfo`) so that
 /// a policy can check every address it stands for, and so libzmq is given a numeric address (it does
@@ -92,8 +96,7 @@ public struct Endpoint: Hashable, Sendable, CustomStringConvertible {
             guard after.hasPrefix(":") else { throw refuse("write the port after the address: tcp://[\(hostText)]:PORT") }
             portText = String(after.dropFirst())
             if hostText.contains("%") { throw refuse("interface (zone) names are not accepted: give a plain address") }
-            guard let bytes = numericBytes(hostText, family: AF_INET6) else { throw refuse("'\(hostText)' is not an IPv6 address") }
-            _ = bytes  // `[::]` (every interface) parses; the policy admits it only with authentication
+            guard numericBytes(hostText, family: AF_INET6) != nil else { throw refuse("'\(hostText)' is not an IPv6 address") }
             host = .ipv6(hostText)
         } else {
             guard let colon = rest.lastIndex(of: ":") else { throw refuse("the port is missing: write tcp://HOST:PORT") }
