@@ -7,7 +7,7 @@ import ZeroMQ
 /// admits only the client keys in its `--authorized-clients` directory: connect with
 /// ``curve(serverKey:clientKeys:)``, or ``fromEnvironment(serverKeyFile:clientKeyFile:)`` to read the
 /// keys the way the `opq` command does. A key it does not accept gives
-/// ``ClientError/keyNotAccepted(endpoint:seconds:)`` within the connect timeout.
+/// ``ClientError/keyNotAccepted(endpoint:seconds:reason:)`` within the connect timeout, saying why.
 public struct ConnectionSecurity: Sendable, Hashable {
     enum Mode: Hashable {
         case none

@@ -12,9 +12,10 @@ public enum ClientError: Error, CustomStringConvertible {
     case malformed(WireError)
     /// The local socket failed.
     case transport(ZMQError)
-    /// No answer over a CURVE connection that never got one: the coordinator refused this client's key,
-    /// or the server key is wrong (or no coordinator runs there).
-    case keyNotAccepted(endpoint: String, seconds: Double)
+    /// No answer within `seconds` over a CURVE connection whose handshake failed: the coordinator
+    /// refused this client's key, the server key is not its own, or it does not speak CURVE (`reason`).
+    /// (No coordinator at all is ``timeout(endpoint:seconds:)``.)
+    case keyNotAccepted(endpoint: String, seconds: Double, reason: KeyRefusal)
     /// The connection was closed (``RemoteCoordinator/close()``) before an answer came.
     case closed(endpoint: String)
     /// An operation was given to a queue a second time (`Operation` aborts the process; we throw).
@@ -26,10 +27,16 @@ public enum ClientError: Error, CustomStringConvertible {
         switch self {
         case let .timeout(endpoint, seconds):
             "no answer from the coordinator at \(endpoint) within \(seconds) s (is opq-coordinator running?)"
-        case let .keyNotAccepted(endpoint, seconds):
-            "the coordinator did not accept this key: no answer from \(endpoint) within \(seconds) s over CURVE. Check that "
-                + "the server key (--server-key, \(CurveKeys.serverKeyVariable)) is the coordinator's public key and that this "
-                + "client's public key is in its --authorized-clients directory (or that opq-coordinator is running)"
+        case let .keyNotAccepted(endpoint, _, .refused(status)):
+            "the coordinator did not accept this key: the coordinator at \(endpoint) refused it (ZAP status \(status)). Put this "
+                + "client's public key in the coordinator's --authorized-clients directory (a worker's key is not accepted "
+                + "there) and send the coordinator SIGHUP"
+        case let .keyNotAccepted(endpoint, _, .handshakeFailed):
+            "the coordinator did not accept this key: the CURVE handshake with \(endpoint) failed. Check that the server key "
+                + "(--server-key, \(CurveKeys.serverKeyVariable)) is that coordinator's public key"
+        case let .keyNotAccepted(endpoint, _, .notCurve):
+            "the coordinator did not accept this key: \(endpoint) does not speak CURVE (a coordinator started without "
+                + "--curve-key?). Connect without --server-key and \(CurveKeys.serverKeyVariable), or give it keys"
         case .refused(let error): error.message
         case .malformed(let error): "malformed answer from the coordinator: \(error)"
         case .transport(let error): "\(error)"
@@ -59,8 +66,8 @@ public final class CoordinatorConnection {
     private var inboxRaw: [[[UInt8]]] = []
     /// How the connection is secured.
     public let security: ConnectionSecurity
-    /// Whether anything came from the coordinator yet (over CURVE: whether it accepted this key).
-    private var heard = false
+    /// Over CURVE: the socket's handshakes, telling a refused key from no coordinator.
+    private let handshakes: HandshakeWatch?
 
     /// Connects (lazily: ZeroMQ connects in the background; the first request waits for it).
     public init(endpoint: String, security: ConnectionSecurity = .none, context: Context? = nil) throws(ZMQError) {
@@ -76,10 +83,12 @@ public final class CoordinatorConnection {
         try socket.set(.linger, 0)
         try socket.set(.maxMessageSize, Int64(WireLimits.maxFrameBytes))
         try security.apply(to: socket)
+        handshakes = security.isCurve ? try HandshakeWatch(socket) : nil
         try socket.connect(endpoint)
     }
 
     deinit {
+        handshakes?.close()
         socket.close()
         if ownsContext { context.close() }
     }
@@ -102,7 +111,6 @@ public final class CoordinatorConnection {
         guard try send(frames, until: deadline) else { throw noAnswer(timeout) }
         while true {
             guard let (message, raw) = try receive(until: deadline) else { throw noAnswer(timeout) }
-            heard = true
             if case .reply(let reply) = message.body, reply.requestID == id || reply.requestID == 0 {
                 if case .error(let error) = reply.result { throw .refused(error) }
                 return (reply, raw)
@@ -122,10 +130,11 @@ public final class CoordinatorConnection {
         return try receive(until: ContinuousClock.now + .milliseconds(Int(timeout * 1000)))?.message
     }
 
-    /// The error for a request that got no answer within `timeout` seconds: over CURVE, before anything
-    /// came on this connection, the key was most likely refused.
+    /// The error for a request that got no answer within `timeout` seconds: over CURVE, a failed
+    /// handshake says the key was not accepted; otherwise nobody answered in time.
     private func noAnswer(_ timeout: Double) -> ClientError {
-        security.isCurve && !heard ? .keyNotAccepted(endpoint: endpoint, seconds: timeout) : .timeout(endpoint: endpoint, seconds: timeout)
+        if let refusal = handshakes?.refusalSoFar() { return .keyNotAccepted(endpoint: endpoint, seconds: timeout, reason: refusal) }
+        return .timeout(endpoint: endpoint, seconds: timeout)
     }
 
     /// Queues `frames` for the coordinator, waiting until `deadline` at most; false if the socket would

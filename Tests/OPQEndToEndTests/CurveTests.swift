@@ -85,14 +85,18 @@ struct CurveTests {
         // No CURVE at all, an unknown key, a worker's key on the clients socket, the wrong server key.
         let plain = try cluster.client(nil)
         #expect(throws: ClientError.self) { try plain.request(timeout: 2) { $0.listQueues = Opq_V1_ListQueues() } }
-        for (what, stranger) in [("unknown key", try cluster.client(CurveKeyPair.generate())),
-                                 ("worker key", try cluster.client(workerKey.keys)),
-                                 ("wrong server key", try cluster.client(clientKey.keys, serverKey: CurveKeyPair.generate().publicKey))] {
+        // The socket monitor tells why: the authenticator's status, or a handshake that broke off.
+        for (what, stranger, why, advice) in [
+            ("unknown key", try cluster.client(CurveKeyPair.generate()), KeyRefusal.refused(status: 400), "--authorized-clients"),
+            ("worker key", try cluster.client(workerKey.keys), .refused(status: 400), "--authorized-clients"),
+            ("wrong server key", try cluster.client(clientKey.keys, serverKey: CurveKeyPair.generate().publicKey), .handshakeFailed, "--server-key"),
+        ] {
             let error = #expect(throws: ClientError.self, "\(what)") {
                 try stranger.submit(Submission([OperationSpec(name: "x", work: Evidence.append("x", to: log))]), timeout: 2)
             }
-            guard case .keyNotAccepted = error else { Issue.record("\(what): \(String(describing: error))"); continue }
-            #expect(error!.description.contains("the coordinator did not accept this key"))
+            guard case let .keyNotAccepted(_, _, reason) = error else { Issue.record("\(what): \(String(describing: error))"); continue }
+            #expect(reason == why, "\(what)")
+            #expect(error!.description.contains("the coordinator did not accept this key") && error!.description.contains(advice), "\(error!)")
         }
         #expect(cluster.coordinator!.output.contains("key not authorized for clients"), "\(cluster.logs)")
 
@@ -136,6 +140,17 @@ struct CurveTests {
         let outcome = try #require(outcomes, "a request on the refused connection never returned\n\(cluster.logs)")
         #expect(outcome == ["not accepted", "not accepted", "not accepted"])
         #expect(cluster.coordinator!.output.contains("key not authorized for clients"), "\(cluster.logs)")
+    }
+
+    /// Over CURVE, no coordinator at the endpoint is "no answer", not a refused key: only a handshake
+    /// that failed (seen on the socket's monitor) makes it "the coordinator did not accept this key".
+    @Test func noCoordinatorIsNoAnswerNotARefusedKey() throws {
+        let endpoint = "tcp://127.0.0.1:\(try freeLoopbackPort())"
+        let keys = try CurveKeyPair.generate()
+        let connection = try CoordinatorConnection(endpoint: endpoint, security: .curve(serverKey: CurveKeyPair.generate().publicKey, clientKeys: keys))
+        let error = #expect(throws: ClientError.self) { try connection.request(timeout: 1) { $0.listQueues = Opq_V1_ListQueues() } }
+        guard case .timeout = error else { Issue.record("\(String(describing: error))"); return }
+        #expect(error!.description.contains("is opq-coordinator running?"), "\(error!)")
     }
 
     @Test func aKeyRegistersOneName() throws {
