@@ -102,7 +102,8 @@ struct CurveTests {
 
         // A client's key on the workers socket never registers; the worker says why.
         let misused = try cluster.startWorker("misused", secretFile: clientKey.secretFile)
-        #expect(misused.waitForOutput("the coordinator did not accept this key", within: 20), "\(misused.output)")
+        #expect(misused.waitForOutput("the coordinator did not accept this key (ZAP status 400)", within: 20), "\(misused.output)")
+        #expect(misused.output.contains("--authorized-workers"), "\(misused.output)")
         #expect(cluster.coordinator!.output.contains("key not authorized for workers"))
         let workers = try client.request { $0.listWorkers = Opq_V1_ListWorkers() }.reply.workers.workers
         #expect(workers.map(\.name) == ["w1"], "\(workers)")
@@ -143,7 +144,8 @@ struct CurveTests {
     }
 
     /// Over CURVE, no coordinator at the endpoint is "no answer", not a refused key: only a handshake
-    /// that failed (seen on the socket's monitor) makes it "the coordinator did not accept this key".
+    /// that failed (seen on the socket's monitor) makes it "the coordinator did not accept this key",
+    /// for a client and for a worker.
     @Test func noCoordinatorIsNoAnswerNotARefusedKey() throws {
         let endpoint = "tcp://127.0.0.1:\(try freeLoopbackPort())"
         let keys = try CurveKeyPair.generate()
@@ -151,6 +153,24 @@ struct CurveTests {
         let error = #expect(throws: ClientError.self) { try connection.request(timeout: 1) { $0.listQueues = Opq_V1_ListQueues() } }
         guard case .timeout = error else { Issue.record("\(String(describing: error))"); return }
         #expect(error!.description.contains("is opq-coordinator running?"), "\(error!)")
+
+        // A worker likewise; and one with a wrong server key is told to check it.
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("opq-curve-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let keyring = try CurveKeyring(in: directory.appendingPathComponent("keys").path)
+        let workerKey = try keyring.make("w", authorizedAs: .worker)
+        let alone = try ChildProcess("opq-worker", ["--coordinator", endpoint, "--name", "alone", "--slots", "1", "--heartbeat", "0.5", "--log-level", "debug"]
+                                     + keyring.workerArguments(workerKey.secretFile), name: "alone", logDirectory: directory)
+        defer { alone.stop() }
+        #expect(alone.waitForOutput("no connection to the coordinator", within: 20), "\(alone.output)")
+        #expect(!alone.output.contains("did not accept"), "\(alone.output)")
+
+        let cluster = try CurveCluster()
+        defer { cluster.stop() }
+        try cluster.startCoordinator()
+        let lost = try cluster.startWorker("lost", secretFile: workerKey.secretFile, serverKey: keyring.coordinatorPublic)
+        #expect(lost.waitForOutput("the CURVE handshake failed. Check that --server-key", within: 20), "\(lost.output)")
     }
 
     @Test func aKeyRegistersOneName() throws {
