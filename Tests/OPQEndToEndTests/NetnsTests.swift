@@ -182,19 +182,23 @@ struct NetnsTests {
         try #require(coordinator.waitForOutput("opq-coordinator workers=", within: 30), "\(lab.logs)")
         func startWorker(_ index: Int) throws -> ChildProcess {
             let name = "w\(index + 1)"
-            return try lab.start("opq-worker", ["--coordinator", "tcp://\(head):7130", "--name", name, "--slots", "2", "--heartbeat", "0.5"]
+            return try lab.start("opq-worker", ["--coordinator", "tcp://\(head):7130", "--name", name, "--slots", "3", "--heartbeat", "0.5"]
                                  + keyring.workerArguments(keys[index].secretFile), in: name, name: name)
         }
         let w1 = try startWorker(0)
 
-        // Each run holds an exclusive flock on its operation's lock file while it lives; a second copy
-        // that finds it held records "twice".
+        // Each run of op1/op2 holds an exclusive flock on its operation's lock file while it lives (a
+        // second copy that finds it held records "twice") for 8 s, and says on the fifo when it starts
+        // and ends. op3 ends as soon as the partition begins (the `cut` file): w1 finishes it while cut
+        // off and can only report it once the link is back, long after it was run again on w2.
         let fifo = try WorkerTrustTests.HeldFifo(lab.path("started"))
         let runs = lab.path("runs")
+        let cutFile = lab.path("cut")
         let job = lab.path("job.yaml")
         let script = { (name: String) in
             "exec 9>\(lab.path(name)).lock; if flock -n 9; then echo \"start \(name) $PPID\" >> \(runs); echo \"\(name) $PPID\" > \(fifo.path); "
-                + "sleep 4; echo \"end \(name) $PPID\" >> \(runs); else echo \"twice \(name) $PPID\" >> \(runs); exit 3; fi"
+                + "sleep 8; echo \"end \(name) $PPID\" >> \(runs); echo \"end \(name) $PPID\" > \(fifo.path); "
+                + "else echo \"twice \(name) $PPID\" >> \(runs); exit 3; fi"
         }
         try """
             operations:
@@ -202,28 +206,42 @@ struct NetnsTests {
                 shell: '\(script("op1"))'
               - name: op2
                 shell: '\(script("op2"))'
+              - name: op3
+                shell: 'echo "op3 $PPID" > \(fifo.path); while [ ! -e \(cutFile) ]; do sleep 0.05; done; echo "done op3 $PPID" >> \(runs)'
               - name: after
-                after: [op1, op2]
+                after: [op1, op2, op3]
                 shell: 'echo "after $PPID" >> \(runs)'
             """.write(toFile: job, atomically: true, encoding: .utf8)
         let client = ["--coordinator", "tcp://\(head):7131", "--server-key", keyring.coordinatorPublic, "--curve-key", clientKey.secretFile]
         let submit = try lab.start("opq", client + ["submit", job], in: "client", name: "submit")
         try #require(submit.waitForExit(within: 60) == 0, "\(lab.logs)")
-        let first = fifo.lines(2, within: 30)
-        try #require(first.count == 2 && first.allSatisfy { $0.hasSuffix(" \(w1.pid)") }, "\(first)\n\(lab.logs)")
+        let first = fifo.lines(3, within: 30)
+        try #require(first.count == 3 && first.allSatisfy { $0.hasSuffix(" \(w1.pid)") }, "\(first)\n\(lab.logs)")
 
-        // w2 joins; w1's link goes down with both commands running, until both have run again on w2.
+        // w2 joins; w1's link goes down with all three commands running (op3 then ends on w1), and stays
+        // down until op1 and op2 have run again on w2 to their end: more than 10 s.
         let w2 = try startWorker(1)
         let cut = Date()
         try lab.run(["-n", lab.namespace("coordinator"), "link", "set", lab.link("w1"), "down"])
-        let reruns = fifo.lines(2, within: 30)
+        FileManager.default.createFile(atPath: cutFile, contents: nil)
+        let reruns = fifo.lines(3, within: 30)
         let requeuedAfter = Date().timeIntervalSince(cut)
-        #expect(reruns.count == 2 && reruns.allSatisfy { $0.hasSuffix(" \(w2.pid)") }, "\(reruns)\n\(lab.logs)")
+        #expect(reruns.count == 3 && reruns.allSatisfy { $0.hasSuffix(" \(w2.pid)") }, "\(reruns)\n\(lab.logs)")
         // Liveness bound: lost after 3 × 0.5 s of silence, requeued a 1 s lease margin later (plus a
         // loaded machine's slack and w2's registration).
         #expect(requeuedAfter < 10, "requeued \(requeuedAfter) s after the partition")
         #expect(coordinator.output.contains("worker lost"), "\(coordinator.output)")
+        let ends = fifo.lines(2, within: 30)
+        let downFor = Date().timeIntervalSince(cut)
+        #expect(ends.count == 2 && ends.allSatisfy { $0.hasSuffix(" \(w2.pid)") }, "\(ends)\n\(lab.logs)")
+        #expect(downFor >= 10, "the link was down \(downFor) s")
         try lab.run(["-n", lab.namespace("coordinator"), "link", "set", lab.link("w1"), "up"])
+
+        // Back on the network, w1 reconnects and reports op3's first attempt, which ended while it was cut
+        // off: that attempt was requeued long ago, so the report is ignored (the run on w2 counts).
+        #expect(coordinator.waitForOutput("stale report ignored", within: 60), "\(lab.logs)")
+        #expect(coordinator.output.split(separator: "\n").contains { $0.contains("stale report ignored") && $0.contains("worker.id=w1") },
+                "\(coordinator.output)")
 
         let jobID = try #require(submit.output.split(whereSeparator: \.isWhitespace).first { $0.hasPrefix("job-") }, "\(submit.output)")
         let wait = try lab.start("opq", client + ["wait", String(jobID)], in: "client", name: "wait")
@@ -233,6 +251,7 @@ struct NetnsTests {
         for name in ["op1", "op2"] {
             #expect(lines.filter { $0.hasPrefix("end \(name) ") } == ["end \(name) \(w2.pid)"], "\(name) ended once, on w2:\n\(lines)")
         }
+        #expect(lines.filter { $0.hasPrefix("done op3 ") } == ["done op3 \(w1.pid)", "done op3 \(w2.pid)"], "\(lines)")
         #expect(lines.filter { $0.hasPrefix("after ") }.count == 1, "\(lines)")
     }
 }
