@@ -19,6 +19,9 @@ public final class HandshakeWatch {
     /// The refusal seen so far (the first one sticks: libzmq does not retry a refused key).
     private var refusal: KeyRefusal?
 
+    /// The socket the monitor's events arrive on (to wait for them with a ``Poller``).
+    public var eventSocket: Socket { monitor.socket }
+
     /// Starts watching `socket`'s handshakes.
     public init(_ socket: Socket) throws(ZMQError) {
         monitor = try socket.monitor(.handshake)

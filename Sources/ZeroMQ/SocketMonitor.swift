@@ -52,8 +52,10 @@ public struct SocketEvent: Sendable, Hashable {
 /// (`zmq_socket_monitor`). Create it before the socket connects to see every event; read it from the
 /// thread that owns it, like any socket.
 ///
-/// Events queue until read (libzmq drops new ones when a thousand are unread), so a reader that only
-/// asks now and then learns what happened first.
+/// Events queue until read, without a limit: libzmq's monitor sends them with a *blocking* send from
+/// the I/O thread, so a bounded queue that filled (2,000 unread events, e.g. a long-lived connection
+/// that reconnected a thousand times) would stall every connection of the context. A reader that only
+/// asks now and then learns what happened first; each event costs a few dozen bytes.
 public final class SocketMonitor {
     /// The PAIR socket the events arrive on (e.g. to add to a ``Poller``).
     public let socket: Socket
@@ -66,6 +68,7 @@ public final class SocketMonitor {
         try zmqCall("zmq_socket_monitor", detail: address) { zmq_socket_monitor(handle, address, Int32(events.rawValue)) }
         socket = try watched.context.socket(.pair)
         do {
+            try socket.set(.receiveHWM, 0)  // before connecting: the inproc pipe takes its limit then
             try socket.connect(address)
         } catch {
             socket.close()
