@@ -2,8 +2,8 @@
 # Installs what a fresh Debian machine lacks to build opq: pkg-config, libzmq (libzmq3-dev) and SQLite
 # (libsqlite3-dev). `scripts/bootstrap.sh --tests` (what scripts/test.sh runs) also installs what the
 # tests start for real: GNU parallel (the reference for opq map), Prometheus, Chromium and curl (the
-# dashboard's tests), and for the deploy tests Slurm and munge (a single-node Slurm), systemd-analyze (the
-# units) and man (the man pages).
+# dashboard's tests), iproute2 and tcpdump (hosts in network namespaces, a capture of their traffic), and
+# for the deploy tests Slurm and munge (a single-node Slurm), systemd-analyze (the units) and man.
 # Swift itself must already be installed. Safe to run again: it installs only what is missing.
 set -euo pipefail
 
@@ -31,6 +31,9 @@ if [ "${1:-}" = "--tests" ] || [ "${1:-}" = "--deploy" ]; then
     # The foreach media example (examples/media-foreach.yaml): WAV → FLAC and spectrograms.
     command -v sox >/dev/null 2>&1 || missing+=(sox)
     command -v flac >/dev/null 2>&1 || missing+=(flac)
+    # The network-namespace tests (NetnsTests, run as root): iproute2 and a packet capture.
+    command -v ip >/dev/null 2>&1 || missing+=(iproute2)
+    command -v tcpdump >/dev/null 2>&1 || missing+=(tcpdump)
 fi
 if [ ${#missing[@]} -gt 0 ]; then
     echo "bootstrap: installing ${missing[*]}" >&2

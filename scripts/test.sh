@@ -13,18 +13,23 @@ swift build --build-tests
 #    CPU-bound commands (CancelUnderLoadTests, which is meant to run on a saturated machine);
 # 3. WorkerTrustTests, whose workers hold 1.5 s leases (a worker stopped with SIGSTOP past its lease):
 #    a busy machine must not end a lease spuriously there;
-# 4. the fuzz smoke (scripts/fuzz.sh --smoke): builds the libFuzzer targets in Fuzz/.build, runs each for
+# 4. CURVE across processes and network namespaces (CurveTests, NetnsTests: root and iproute2, which
+#    bootstrap installs): their workers beat every 0.5 s and are lost after 1.5 s of silence, and a
+#    partition's requeue is timed, so a saturated machine must not declare a worker lost spuriously;
+# 5. the fuzz smoke (scripts/fuzz.sh --smoke): builds the libFuzzer targets in Fuzz/.build, runs each for
 #    5 s, then floods a coordinator with 20,000 hostile messages (CoordinatorFuzzTests, kept out of phase 1
 #    for the same reason as phase 2);
-# 5. deploy: scripts/install.sh into a temporary prefix once (a release build with a static Swift
+# 6. deploy: scripts/install.sh into a temporary prefix once (a release build with a static Swift
 #    runtime: minutes), then the installed binaries with the toolchain hidden, their man pages and
 #    completions, and the systemd units; then both Slurm modes on a single-node Slurm (about a minute).
 heavy='RandomWorkload|DurabilityTests|CancelUnderLoadTests'
 fuzz='CoordinatorFuzzTests'
 deploy='InstallTests|SlurmTests'
-swift test --skip-build --skip "$heavy|$fuzz|WorkerTrustTests|$deploy"
+curve='CurveTests|NetnsTests'
+swift test --skip-build --skip "$heavy|$fuzz|WorkerTrustTests|$curve|$deploy"
 swift test --skip-build --filter "$heavy"
 swift test --skip-build --filter WorkerTrustTests
+swift test --skip-build --filter "$curve"
 scripts/fuzz.sh --smoke
 install_prefix=$(mktemp -d "${TMPDIR:-/tmp}/opq-install.XXXXXX")
 trap 'rm -rf "$install_prefix"' EXIT

@@ -30,6 +30,8 @@ final class ClientLoop: @unchecked Sendable {
     private var closed = false
     private let stopped = DispatchSemaphore(value: 0)
     private var thread: Thread?
+    /// Over CURVE: the dealer's handshakes (read by the thread that connects, never by the loop).
+    private let handshakes: HandshakeWatch?
 
     /// Creates the sockets and connects (ZeroMQ connects in the background).
     init(endpoint: String, security: ConnectionSecurity) throws(ZMQError) {
@@ -44,6 +46,7 @@ final class ClientLoop: @unchecked Sendable {
         try dealer.set(.receiveHWM, 0)
         try dealer.set(.sendHWM, 0)
         try security.apply(to: dealer)
+        handshakes = security.isCurve ? try HandshakeWatch(dealer) : nil
         let wake = "inproc://opq-client-\(UInt64.random(in: 0...UInt64.max))"
         try pull.bind(wake)
         try push.connect(wake)
@@ -85,6 +88,10 @@ final class ClientLoop: @unchecked Sendable {
         lock.unlock()
         return id
     }
+
+    /// Why the coordinator did not accept this CURVE connection, if its handshake failed (see
+    /// ``HandshakeWatch``); nil without CURVE. From the thread that created the loop.
+    func keyRefusal() -> KeyRefusal? { handshakes?.refusalSoFar() }
 
     /// Forgets request `id` (its caller gave up); a late reply is dropped. Returns whether it was pending.
     @discardableResult

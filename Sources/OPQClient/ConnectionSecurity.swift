@@ -2,10 +2,12 @@ import ZeroMQ
 
 /// How a client's connection to a coordinator is secured.
 ///
-/// Today coordinators listen on loopback TCP or `ipc://` only, without encryption (`.none`). CURVE
-/// (ZeroMQ's public-key encryption and server authentication) is the planned way to reach a coordinator
-/// on another machine; ``curve(serverKey:clientKeys:)`` already configures the client's socket for it,
-/// but no coordinator offers it yet, so a connection with it will not get answers until one does.
+/// Without keys a coordinator listens on loopback TCP or `ipc://` only, without encryption (`.none`).
+/// A coordinator started with CURVE keys (`opq-coordinator --curve-key`) encrypts its endpoints and
+/// admits only the client keys in its `--authorized-clients` directory: connect with
+/// ``curve(serverKey:clientKeys:)``, or ``fromEnvironment(serverKeyFile:clientKeyFile:)`` to read the
+/// keys the way the `opq` command does. A key it does not accept gives
+/// ``ClientError/keyNotAccepted(endpoint:seconds:reason:)`` within the connect timeout, saying why.
 public struct ConnectionSecurity: Sendable, Hashable {
     enum Mode: Hashable {
         case none
@@ -22,6 +24,18 @@ public struct ConnectionSecurity: Sendable, Hashable {
     public static func curve(serverKey: String, clientKeys: CurveKeyPair? = nil) -> ConnectionSecurity {
         ConnectionSecurity(mode: .curve(serverKey: serverKey, clientKeys: clientKeys))
     }
+
+    /// CURVE when a server key is given (`serverKeyFile`, else `$OPQ_SERVER_KEY`), with this client's
+    /// key pair from `clientKeyFile`, else `$OPQ_CURVE_SECRET_KEY`; `.none` without a server key.
+    public static func fromEnvironment(
+        serverKeyFile: String? = nil, clientKeyFile: String? = nil, environment: [String: String]
+    ) throws(CurveKeyError) -> ConnectionSecurity {
+        guard let serverKey = try CurveKeys.serverKey(file: serverKeyFile, environment: environment) else { return .none }
+        return .curve(serverKey: serverKey, clientKeys: try CurveKeys.ownKeys(file: clientKeyFile, environment: environment))
+    }
+
+    /// Whether this is CURVE.
+    var isCurve: Bool { if case .curve = mode { true } else { false } }
 
     /// Sets the socket options for this mode on `socket`, before it connects.
     func apply(to socket: Socket) throws(ZMQError) {

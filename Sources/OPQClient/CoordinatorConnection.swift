@@ -12,6 +12,10 @@ public enum ClientError: Error, CustomStringConvertible {
     case malformed(WireError)
     /// The local socket failed.
     case transport(ZMQError)
+    /// No answer within `seconds` over a CURVE connection whose handshake failed: the coordinator
+    /// refused this client's key, the server key is not its own, or it does not speak CURVE (`reason`).
+    /// (No coordinator at all is ``timeout(endpoint:seconds:)``.)
+    case keyNotAccepted(endpoint: String, seconds: Double, reason: KeyRefusal)
     /// The connection was closed (``RemoteCoordinator/close()``) before an answer came.
     case closed(endpoint: String)
     /// An operation was given to a queue a second time (`Operation` aborts the process; we throw).
@@ -23,6 +27,16 @@ public enum ClientError: Error, CustomStringConvertible {
         switch self {
         case let .timeout(endpoint, seconds):
             "no answer from the coordinator at \(endpoint) within \(seconds) s (is opq-coordinator running?)"
+        case let .keyNotAccepted(endpoint, _, .refused(status)):
+            "the coordinator did not accept this key: the coordinator at \(endpoint) refused it (ZAP status \(status)). Put this "
+                + "client's public key in the coordinator's --authorized-clients directory (a worker's key is not accepted "
+                + "there) and send the coordinator SIGHUP"
+        case let .keyNotAccepted(endpoint, _, .handshakeFailed):
+            "the coordinator did not accept this key: the CURVE handshake with \(endpoint) failed. Check that the server key "
+                + "(--server-key, \(CurveKeys.serverKeyVariable)) is that coordinator's public key"
+        case let .keyNotAccepted(endpoint, _, .notCurve):
+            "the coordinator did not accept this key: \(endpoint) does not speak CURVE (a coordinator started without "
+                + "--curve-key?). Connect without --server-key and \(CurveKeys.serverKeyVariable), or give it keys"
         case .refused(let error): error.message
         case .malformed(let error): "malformed answer from the coordinator: \(error)"
         case .transport(let error): "\(error)"
@@ -50,10 +64,15 @@ public final class CoordinatorConnection {
     private var nextRequestID: UInt64 = 1
     private var inbox: [Opq_V1_CoordinatorToClient] = []
     private var inboxRaw: [[[UInt8]]] = []
+    /// How the connection is secured.
+    public let security: ConnectionSecurity
+    /// Over CURVE: the socket's handshakes, telling a refused key from no coordinator.
+    private let handshakes: HandshakeWatch?
 
     /// Connects (lazily: ZeroMQ connects in the background; the first request waits for it).
-    public init(endpoint: String, context: Context? = nil) throws(ZMQError) {
+    public init(endpoint: String, security: ConnectionSecurity = .none, context: Context? = nil) throws(ZMQError) {
         self.endpoint = endpoint
+        self.security = security
         ownsContext = context == nil
         if let context {
             self.context = context
@@ -63,10 +82,13 @@ public final class CoordinatorConnection {
         socket = try self.context.socket(.dealer)
         try socket.set(.linger, 0)
         try socket.set(.maxMessageSize, Int64(WireLimits.maxFrameBytes))
+        try security.apply(to: socket)
+        handshakes = security.isCurve ? try HandshakeWatch(socket) : nil
         try socket.connect(endpoint)
     }
 
     deinit {
+        handshakes?.close()
         socket.close()
         if ownsContext { context.close() }
     }
@@ -79,18 +101,16 @@ public final class CoordinatorConnection {
         let id = nextRequestID
         nextRequestID += 1
         let message = Opq_V1_ClientRequest.request(id, fill)
-        do {
-            _ = try socket.send(try Frames.encode(message))
-        } catch let error as ZMQError {
-            throw .transport(error)
-        } catch let error as WireError {
-            throw .malformed(error)
-        } catch {
-            preconditionFailure("unexpected \(error)")
-        }
         let deadline = ContinuousClock.now + .milliseconds(Int(timeout * 1000))
+        let frames: [[UInt8]]
+        do {
+            frames = try Frames.encode(message)
+        } catch {
+            throw .malformed(error)
+        }
+        guard try send(frames, until: deadline) else { throw noAnswer(timeout) }
         while true {
-            guard let (message, raw) = try receive(until: deadline) else { throw .timeout(endpoint: endpoint, seconds: timeout) }
+            guard let (message, raw) = try receive(until: deadline) else { throw noAnswer(timeout) }
             if case .reply(let reply) = message.body, reply.requestID == id || reply.requestID == 0 {
                 if case .error(let error) = reply.result { throw .refused(error) }
                 return (reply, raw)
@@ -110,14 +130,44 @@ public final class CoordinatorConnection {
         return try receive(until: ContinuousClock.now + .milliseconds(Int(timeout * 1000)))?.message
     }
 
+    /// The error for a request that got no answer within `timeout` seconds: over CURVE, a failed
+    /// handshake says the key was not accepted; otherwise nobody answered in time.
+    private func noAnswer(_ timeout: Double) -> ClientError {
+        if let refusal = handshakes?.refusalSoFar() { return .keyNotAccepted(endpoint: endpoint, seconds: timeout, reason: refusal) }
+        return .timeout(endpoint: endpoint, seconds: timeout)
+    }
+
+    /// Queues `frames` for the coordinator, waiting until `deadline` at most; false if the socket would
+    /// not take them by then.
+    ///
+    /// A DEALER blocks a send while it has no connection to queue it on. That is the normal state of
+    /// a CURVE connection whose handshake was refused: libzmq drops such a connection for good (no
+    /// reconnect), so a plain blocking send never returns.
+    private func send(_ frames: [[UInt8]], until deadline: ContinuousClock.Instant) throws(ClientError) -> Bool {
+        var poller = Poller()
+        do {
+            _ = try poller.add(socket, events: .writable)
+            while try socket.send(frames, flags: .dontWait) != .sent {
+                guard ContinuousClock.now < deadline, try poller.poll(timeout: Self.milliseconds(until: deadline)) > 0 else { return false }
+            }
+            return true
+        } catch {
+            throw .transport(error)
+        }
+    }
+
+    /// Milliseconds from now to `deadline`, at least 0 (a `zmq_poll` timeout).
+    private static func milliseconds(until deadline: ContinuousClock.Instant) -> Int {
+        let left = deadline - ContinuousClock.now
+        return max(0, Int(left.components.seconds * 1000 + left.components.attoseconds / 1_000_000_000_000_000))
+    }
+
     private func receive(until deadline: ContinuousClock.Instant) throws(ClientError) -> (message: Opq_V1_CoordinatorToClient, raw: [[UInt8]])? {
         var poller = Poller()
         do {
             _ = try poller.add(socket)
             while true {
-                let left = deadline - ContinuousClock.now
-                let milliseconds = max(0, Int(left.components.seconds * 1000 + left.components.attoseconds / 1_000_000_000_000_000))
-                guard try poller.poll(timeout: milliseconds) > 0 else { return nil }
+                guard try poller.poll(timeout: Self.milliseconds(until: deadline)) > 0 else { return nil }
                 guard let frames = try socket.receiveMultipart(flags: .dontWait) else { continue }
                 do {
                     let (message, raw) = try Frames.decode(frames, as: Opq_V1_CoordinatorToClient.self)

@@ -55,6 +55,10 @@ public final class RemoteCoordinator: @unchecked Sendable {
         do {
             try startWatching(timeout: timeout)
         } catch {
+            if case let .timeout(endpoint, seconds) = error, let refusal = loop.keyRefusal() {
+                loop.close()
+                throw .keyNotAccepted(endpoint: endpoint, seconds: seconds, reason: refusal)
+            }
             loop.close()
             throw error
         }

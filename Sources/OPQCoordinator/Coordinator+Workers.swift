@@ -13,14 +13,17 @@ import ZeroMQ
 /// up). A message is taken as the session's only when it comes from that connection. A worker that
 /// reconnects proves it is the same session with the ``secret`` it was given in `Welcome`; without it,
 /// a registration under a live session's name is refused (`WORKER_NAME_IN_USE`) until that session is
-/// declared lost. With CURVE keys the worker's public key will take the secret's place (the same check,
-/// on the key the ZAP handler authenticated).
+/// declared lost. With CURVE keys the worker's public key takes the secret's place (the same check, on
+/// the key the ZAP handler authenticated), and a key registers one name: a second live registration
+/// with the same key under another name is refused.
 struct WorkerSession {
     let id: WorkerID
     /// The routing id of the connection the session is bound to (its latest registration's).
     var identity: [UInt8]
     /// Random bytes given in `Welcome`; a re-registration on a new connection must send them back.
     let secret: [UInt8]
+    /// The CURVE public key its connection was admitted with (nil without CURVE).
+    var publicKey: String?
     /// Its registration in the core.
     var handle: Scheduler.WorkerHandle
     /// What it said when it registered (handlers, host, pid), for listings.
@@ -41,9 +44,15 @@ extension Coordinator {
     /// Bytes in a session secret.
     static let sessionSecretBytes = 16
 
-    /// One message from a worker connection.
-    func handleWorkerMessage(_ frames: [[UInt8]], now: Double) throws {
+    /// One message from a worker connection, admitted with the CURVE public key `peerKey` (nil without CURVE).
+    func handleWorkerMessage(_ frames: [[UInt8]], peerKey: String?, now: Double) throws {
         guard let identity = frames.first, !identity.isEmpty else { return }
+        guard isAuthorized(peerKey, as: .worker) else {
+            // Its key was revoked (SIGHUP) after it connected.
+            if let id = workerIdentities[identity], let session = sessions[id] { return revoke(id, session: session, now: now) }
+            disconnect(connection: identity, "this worker's key is no longer authorized by the coordinator", code: .internal)
+            return
+        }
         let message: Opq_V1_WorkerMessage
         let raw: [[UInt8]]
         do {
@@ -55,7 +64,7 @@ extension Coordinator {
             return
         }
         if case .register(let register) = message.body {
-            self.register(identity, register, leaseRequest: message.leaseRequest, now: now)
+            self.register(identity, register, peerKey: peerKey, leaseRequest: message.leaseRequest, now: now)
             return
         }
         guard let id = workerIdentities[identity], let session = sessions[id], session.identity == identity,
@@ -89,16 +98,23 @@ extension Coordinator {
         if leaseRequest > sessions[id]?.leaseRequest ?? 0 { sessions[id]?.leaseRequest = leaseRequest }
     }
 
-    private func register(_ identity: [UInt8], _ register: Opq_V1_Register, leaseRequest: UInt64, now: Double) {
+    private func register(_ identity: [UInt8], _ register: Opq_V1_Register, peerKey: String?, leaseRequest: UInt64, now: Double) {
         let id = WorkerID(register.workerName)
         if let registered = workerIdentities[identity], registered != id, sessions[registered]?.identity == identity {
             disconnect(connection: identity, "this connection is registered as worker '\(registered)': a worker keeps its name",
                        code: .malformedMessage)
             return
         }
+        if let peerKey, let holder = sessions.values.first(where: { $0.publicKey == peerKey && $0.id != id && core.isLive($0.handle) }) {
+            return refuseNameInUse(identity, session: holder, now: now, reason: """
+                this worker's key is registered as worker '\(holder.id)' (a key registers one name): give each \
+                worker its own key ('opq keys generate --role worker'), or stop the other one
+                """)
+        }
         var secret = [UInt8]()
         if let session = sessions[id], core.isLive(session.handle) {
-            guard session.identity == identity || Self.same(register.sessionSecret, session.secret) else {
+            let proven = peerKey != nil ? session.publicKey == peerKey : Self.same(register.sessionSecret, session.secret)
+            guard session.identity == identity || proven else {
                 return refuseNameInUse(identity, session: session, now: now)
             }
             secret = session.secret
@@ -112,7 +128,7 @@ extension Coordinator {
             id, slots: Int(register.slots), queues: register.queueSet, labels: register.labels,
             holding: register.heldAttempts, at: now)
         let rejoined = sessions[id] != nil
-        sessions[id] = WorkerSession(id: id, identity: identity, secret: secret, handle: handle, registration: register,
+        sessions[id] = WorkerSession(id: id, identity: identity, secret: secret, publicKey: peerKey, handle: handle, registration: register,
                                      lastSent: now, lastHeard: now, leaseRequest: leaseRequest)
         workerIdentities[identity] = id
         logger.info(rejoined ? "worker re-registered" : "worker joined", metadata: [
@@ -131,11 +147,11 @@ extension Coordinator {
     /// Refuses a registration under the name of a live session that it cannot prove to be: an impostor,
     /// a second worker started with the same name, or a restarted worker whose old session is not
     /// declared lost yet (it retries after `retry_after_seconds`).
-    private func refuseNameInUse(_ identity: [UInt8], session: WorkerSession, now: Double) {
+    private func refuseNameInUse(_ identity: [UInt8], session: WorkerSession, now: Double, reason: String? = nil) {
         let timeout = configuration.heartbeatInterval * Double(configuration.liveness)
         let retryAfter = max(0, session.lastHeard + timeout - now) + core.configuration.leaseMargin
         let holder = session.registration
-        let reason = "worker name '\(session.id)' is in use by a live worker (pid \(holder.pid) on host '\(holder.host)', "
+        let reason = reason ?? "worker name '\(session.id)' is in use by a live worker (pid \(holder.pid) on host '\(holder.host)', "
             + "heard from \(Self.seconds(now - session.lastHeard)) ago): give this worker another --name, or stop the other one"
         logger.warning("refused a registration: worker name in use", metadata: [
             "worker.id": "\(session.id)", "retry.after.seconds": "\(retryAfter)",

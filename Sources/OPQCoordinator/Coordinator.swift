@@ -24,6 +24,10 @@ public final class Coordinator: @unchecked Sendable {
     let context: Context
     let workersSocket: Socket
     let clientsSocket: Socket
+    /// The ZAP handler admitting CURVE peers (nil without CURVE).
+    let zap: ZAP?
+    /// The public keys admitted per socket (CURVE); reloaded on SIGHUP (``reload()``).
+    var authorizedKeys = AuthorizedKeys()
     /// The endpoint workers connect to, as bound (a `*` port resolved).
     public let workersEndpoint: String
     /// The endpoint clients connect to, as bound.
@@ -68,8 +72,9 @@ public final class Coordinator: @unchecked Sendable {
     /// address, or an endpoint in use.
     public init(configuration: CoordinatorConfiguration, logger: Logger) throws {
         if let problem = configuration.problem { throw ConfigurationError(description: problem) }
-        let workersEndpoint = try EndpointPolicy.bindable(configuration.workersEndpoint)
-        let clientsEndpoint = try EndpointPolicy.bindable(configuration.clientsEndpoint)
+        // Without CURVE keys only loopback and ipc:// may be bound; with them every peer is authenticated.
+        let workersEndpoint = try EndpointPolicy.bindable(configuration.workersEndpoint, allowNonLoopback: configuration.curve != nil)
+        let clientsEndpoint = try EndpointPolicy.bindable(configuration.clientsEndpoint, allowNonLoopback: configuration.curve != nil)
         var coreConfiguration = Scheduler.Configuration()
         coreConfiguration.workerTimeout = configuration.heartbeatInterval * Double(configuration.liveness)
         // Leases: attempts recovered from the journal may still run on a worker of the previous
@@ -89,8 +94,20 @@ public final class Coordinator: @unchecked Sendable {
         }
 
         context = try Context()
+        if let curve = configuration.curve {
+            authorizedKeys = try AuthorizedKeys(loading: curve)
+            zap = try ZAP(context: context)
+        } else {
+            zap = nil
+        }
         workersSocket = try context.socket(.router)
         clientsSocket = try context.socket(.router)
+        if let curve = configuration.curve {
+            for (socket, role) in [(workersSocket, PeerRole.worker), (clientsSocket, .client)] {
+                try socket.setCurveServer(curve.keys)
+                try socket.set(.zapDomain, role.rawValue)
+            }
+        }
         for socket in [workersSocket, clientsSocket] {
             try socket.set(.routerMandatory, true)
             try socket.set(.maxMessageSize, Int64(WireLimits.maxFrameBytes))
@@ -123,8 +140,29 @@ public final class Coordinator: @unchecked Sendable {
 
     /// Asks the loop to shut down; safe from any thread and from signal handlers, and safe twice.
     public func stop() {
-        var byte: UInt8 = 1
+        var byte = Self.stopByte
         _ = write(wakeWrite, &byte, 1)
+    }
+
+    /// Asks the loop to reread the authorized key directories (SIGHUP; see ``reloadAuthorizedKeys(now:)``).
+    public func reload() {
+        var byte = Self.reloadByte
+        _ = write(wakeWrite, &byte, 1)
+    }
+
+    private static let stopByte: UInt8 = 1
+    private static let reloadByte: UInt8 = 2
+
+    /// Empties the wake pipe: true if a stop was asked; a reload asked is carried out.
+    private func wokenToStop(now: Double) -> Bool {
+        var bytes = [UInt8](repeating: 0, count: 64)
+        var stopping = false, reloading = false
+        while case let count = read(wakeRead, &bytes, bytes.count), count > 0 {
+            stopping = stopping || bytes[..<count].contains(Self.stopByte)
+            reloading = reloading || bytes[..<count].contains(Self.reloadByte)
+        }
+        if reloading && !stopping { reloadAuthorizedKeys(now: now) }
+        return stopping
     }
 
     /// Runs the event loop until ``stop()``; then tells the workers and closes the sockets.
@@ -133,14 +171,16 @@ public final class Coordinator: @unchecked Sendable {
         let workers = try poller.add(workersSocket)
         let clients = try poller.add(clientsSocket)
         let wake = poller.add(fileDescriptor: wakeRead)
+        let zapItem = try zap.map { zap throws(ZMQError) in try poller.add(zap.socket) }
         logger.info("coordinator listening", metadata: ["workers": "\(workersEndpoint)", "clients": "\(clientsEndpoint)"])
         startRecoveryGrace(now: clock.now())
         while true {
             try poller.poll(timeout: pollTimeout())
             let now = clock.now()
-            if poller.isReadable(wake) { break }
+            if poller.isReadable(wake), wokenToStop(now: now) { break }
+            if let zapItem, poller.isReadable(zapItem) { try answerZAP() }
             if poller.isReadable(workers) { try drain(workersSocket, now: now, handle: handleWorkerMessage) }
-            if poller.isReadable(clients) { try drain(clientsSocket, now: now, handle: handleClientMessage) }
+            if poller.isReadable(clients) { try drain(clientsSocket, now: now, handle: handleAuthenticatedClientMessage) }
             core.tick(at: now)
             checkRecoveryGrace(now: now)
             dropLostSessions()
@@ -158,12 +198,14 @@ public final class Coordinator: @unchecked Sendable {
     /// Seconds between retries of replies a client could not take yet.
     static let backlogRetryInterval = 0.01
 
-    /// Handles up to `messagesPerTurn` messages waiting on `socket`.
-    private func drain(_ socket: Socket, now: Double, handle: ([[UInt8]], Double) throws -> Void) throws {
+    /// Handles up to `messagesPerTurn` messages waiting on `socket`, each with its connection's CURVE
+    /// public key (the ZAP user id; nil without CURVE).
+    private func drain(_ socket: Socket, now: Double, handle: ([[UInt8]], String?, Double) throws -> Void) throws {
+        let property: MessageProperty? = zap == nil ? nil : .userID
         for _ in 0..<configuration.messagesPerTurn {
-            guard let frames = try socket.receiveMultipart(flags: .dontWait) else { return }
+            guard let (frames, peerKey) = try socket.receiveMultipart(flags: .dontWait, property: property) else { return }
             telemetry?.totals.messagesReceived &+= 1
-            try handle(frames, now)
+            try handle(frames, peerKey, now)
         }
     }
 
@@ -193,6 +235,7 @@ public final class Coordinator: @unchecked Sendable {
         }
         workersSocket.close()
         clientsSocket.close()
+        zap?.close()
         durability?.directory.unlock()
     }
 }

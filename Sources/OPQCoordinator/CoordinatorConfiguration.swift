@@ -45,6 +45,9 @@ public struct CoordinatorConfiguration: Sendable {
     /// them, before they get a new attempt. Workers notice a restart within `liveness × heartbeatInterval`
     /// and reconnect within a second or so; a worker that re-registers without an attempt ends its wait at once.
     public var recoveryGrace = 5.0
+    /// CURVE: both sockets encrypt and authenticate with these keys, and admit only the authorized
+    /// public keys (``AuthorizedKeys``). Nil = no encryption, and only loopback or `ipc://` endpoints.
+    public var curve: CurveSettings?
 
     /// The defaults.
     public init() {}
@@ -95,8 +98,9 @@ public struct CoordinatorConfiguration: Sendable {
 
 /// The loopback-only rule (DESIGN.md: never bind a non-loopback address without CURVE keys), a small
 /// decision over a fully parsed ``Endpoint``: the parser (ZeroMQ's `Endpoint`) refuses source addresses,
-/// interfaces and wildcards; this policy then requires `ipc://`, `inproc://`, or TCP whose host resolves
-/// to loopback addresses only. (When authentication lands, `authenticated` endpoints may be public.)
+/// interfaces and `*`; this policy then requires `ipc://`, `inproc://`, or TCP whose host resolves to
+/// loopback addresses only — unless the peers are authenticated (`allowNonLoopback`, true with CURVE),
+/// when any address binds, `0.0.0.0` and `[::]` included.
 public enum EndpointPolicy {
     /// The endpoint to bind for `text`, parsed; throws unless it may be bound under this policy.
     public static func bindable(_ text: String, allowNonLoopback: Bool = false) throws(EndpointError) -> Endpoint {
@@ -124,8 +128,9 @@ public enum EndpointPolicy {
             let addresses = (try? endpoint.addresses().map(\.text).joined(separator: ", ")) ?? ""
             throw EndpointError(endpoint: text, problem: """
                 it is reachable from other machines (\(addresses)), and opq runs commands, so an open port is \
-                remote code execution. Bind 127.0.0.1, [::1], localhost or ipc:// and reach it through an SSH \
-                tunnel; CURVE-authenticated remote binding is not supported yet.
+                remote code execution. Bind 127.0.0.1, [::1], localhost or ipc://, or give the coordinator CURVE \
+                keys (--curve-key with --authorized-workers/--authorized-clients; see 'opq keys generate') to bind \
+                other addresses.
                 """)
         }
     }

@@ -49,6 +49,8 @@ final class AgentConnection {
     private let context: Context
     /// The DEALER socket; nil while ``Phase/waiting(until:)``.
     var socket: Socket?
+    /// Over CURVE: the socket's handshakes, telling a refused key from no coordinator.
+    private var handshakes: HandshakeWatch?
     /// Polls the inbox's pipe (item 0) and the socket, when there is one.
     private var poller = Poller()
     /// The socket's index in ``poller``.
@@ -233,10 +235,12 @@ final class AgentConnection {
             sendRegister(now: now)
         case .connecting(let deadline):
             if !sendRegister(now: now), now >= deadline {
-                lose("no connection to the coordinator", error: "none within \(window) s", now: now)
+                lose(keyRefused() ?? "no connection to the coordinator", error: "none within \(window) s", now: now)
             }
         case .registering(let deadline):
-            if now >= deadline { lose("no Welcome from the coordinator", error: "none within \(window) s", now: now) }
+            if now >= deadline {
+                lose(keyRefused() ?? "no Welcome from the coordinator", error: "none within \(window) s", now: now)
+            }
         case .ready:
             if now - lastHeartbeat >= interval, let frames = encode(Opq_V1_WorkerMessage.heartbeat, what: "Heartbeat"),
                send(frames, now: now) {
@@ -275,9 +279,12 @@ final class AgentConnection {
                 let keys: CurveKeyPair
                 if let configured = configuration.curveKeys { keys = configured } else { keys = try CurveKeyPair.generate() }
                 try socket.setCurveClient(keys, serverKey: serverKey)
+                handshakes = try HandshakeWatch(socket)
             }
             try socket.connect(configuration.coordinator)
         } catch {
+            handshakes?.close()
+            handshakes = nil
             socket.close()
             throw error
         }
@@ -285,6 +292,22 @@ final class AgentConnection {
         rebuildPoller()
         phase = .connecting(deadline: now + window)
         logger.debug("connecting")
+    }
+
+    /// Why a CURVE connection got nowhere, when its handshake failed (the socket's monitor saw it); nil
+    /// when none failed (no coordinator answered, or it accepted the key).
+    private func keyRefused() -> String? {
+        switch handshakes?.refusalSoFar() {
+        case .refused(let status):
+            "the coordinator did not accept this key (ZAP status \(status)): put this worker's public key in the coordinator's "
+                + "--authorized-workers directory (a client's key is not accepted there) and send the coordinator SIGHUP"
+        case .handshakeFailed:
+            "the coordinator did not accept this key: the CURVE handshake failed. Check that --server-key is the coordinator's public key"
+        case .notCurve:
+            "the coordinator did not accept this key: it does not speak CURVE (started without --curve-key?)"
+        case nil:
+            nil
+        }
     }
 
     /// Sends `Register` if the phase is ``Phase/connecting(deadline:)``; returns whether it went out.
@@ -393,6 +416,8 @@ final class AgentConnection {
 
     private func closeSocket() {
         guard let socket else { return }
+        handshakes?.close()
+        handshakes = nil
         self.socket = nil
         sendBlocked = false
         rebuildPoller()

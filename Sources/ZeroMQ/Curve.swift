@@ -42,6 +42,24 @@ public struct CurveKeyPair: Sendable, Hashable {
     /// Length of a 32-byte key in Z85.
     static let z85Length = 40
 
+    /// Whether `key` is a well-formed Z85 key: 40 characters that decode to 32 bytes (`zmq_z85_decode`).
+    public static func isValidKey(_ key: String) -> Bool { binaryKey(ofZ85: key) != nil }
+
+    /// The 32 bytes of a Z85 key; nil if `key` is not 40 Z85 characters.
+    public static func binaryKey(ofZ85 key: String) -> [UInt8]? {
+        guard key.utf8.count == z85Length else { return nil }
+        var decoded = [UInt8](repeating: 0, count: 32)
+        return zmq_z85_decode(&decoded, key) != nil ? decoded : nil
+    }
+
+    /// The Z85 text of a 32-byte binary key (as a ZAP request carries it); nil for another length.
+    public static func z85(ofBinaryKey key: [UInt8]) -> String? {
+        guard key.count == 32 else { return nil }
+        var text = [CChar](repeating: 0, count: z85Length + 1)
+        guard zmq_z85_encode(&text, key, key.count) != nil else { return nil }
+        return string(text)
+    }
+
     /// The NUL-terminated text in `chars`.
     private static func string(_ chars: [CChar]) -> String {
         String(decoding: chars.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)

@@ -13,6 +13,10 @@ import Darwin
 /// fooled by them, so every endpoint opq binds or connects is parsed here first, and anything but one
 /// plain address is refused with an ``EndpointError`` that says what to write instead.
 ///
+/// The numeric `0.0.0.0` and `[::]` (every interface) are plain addresses: they parse, are not
+/// ``isLocalOnly()``, and the coordinator's policy admits them only when its peers are authenticated
+/// (CURVE).
+///
 /// A host name is allowed (`tcp://localhost:7130`); ``resolve()`` looks it up (`getaddrinfo`) so that
 /// a policy can check every address it stands for, and so libzmq is given a numeric address (it does
 /// not resolve names for `bind`, and needs ``SocketOption/ipv6`` for an IPv6 one: ``Socket/bind(_:)-(Endpoint)``
@@ -92,10 +96,7 @@ public struct Endpoint: Hashable, Sendable, CustomStringConvertible {
             guard after.hasPrefix(":") else { throw refuse("write the port after the address: tcp://[\(hostText)]:PORT") }
             portText = String(after.dropFirst())
             if hostText.contains("%") { throw refuse("interface (zone) names are not accepted: give a plain address") }
-            guard let bytes = numericBytes(hostText, family: AF_INET6) else { throw refuse("'\(hostText)' is not an IPv6 address") }
-            if bytes.allSatisfy({ $0 == 0 }) {
-                throw refuse("'[\(hostText)]' means every interface: give one address, e.g. [::1]")
-            }
+            guard numericBytes(hostText, family: AF_INET6) != nil else { throw refuse("'\(hostText)' is not an IPv6 address") }
             host = .ipv6(hostText)
         } else {
             guard let colon = rest.lastIndex(of: ":") else { throw refuse("the port is missing: write tcp://HOST:PORT") }
@@ -103,8 +104,8 @@ public struct Endpoint: Hashable, Sendable, CustomStringConvertible {
             portText = String(rest[rest.index(after: colon)...])
             if hostText.contains(":") { throw refuse("write an IPv6 address in brackets: tcp://[\(hostText)]:PORT") }
             if hostText.isEmpty { throw refuse("the host is missing: write tcp://HOST:PORT") }
-            if hostText == "*" || hostText == "0.0.0.0" {
-                throw refuse("'\(hostText)' means every interface: give one address, e.g. 127.0.0.1")
+            if hostText == "*" {
+                throw refuse("'*' means every interface: write 0.0.0.0 or [::] for that (allowed only with CURVE keys), or one address, e.g. 127.0.0.1")
             }
             if numericBytes(hostText, family: AF_INET) != nil {
                 host = .ipv4(hostText)

@@ -20,6 +20,20 @@ public struct MessageFlags: OptionSet, Sendable, Hashable {
     public static let sendMore = MessageFlags(rawValue: ZMQ_SNDMORE)
 }
 
+/// A metadata property of the connection a message came on (`zmq_msg_gets`).
+public struct MessageProperty: Sendable, Hashable {
+    /// The property's name.
+    public let rawValue: String
+
+    /// A property named `rawValue` (e.g. one a ZAP handler set in its reply's metadata).
+    public init(rawValue: String) { self.rawValue = rawValue }
+
+    /// `User-Id`: the user id the ZAP handler returned when it admitted the connection.
+    public static let userID = MessageProperty(rawValue: "User-Id")
+    /// `Peer-Address`: the peer's IP address (TCP).
+    public static let peerAddress = MessageProperty(rawValue: "Peer-Address")
+}
+
 /// What became of a send. Not errors: a non-blocking sender acts on each of them.
 public enum SendResult: Sendable, Equatable {
     /// The message was queued for sending.
@@ -80,16 +94,29 @@ extension Socket {
     /// On a ROUTER the first frame is the sender's routing id. Throws
     /// ``ZMQError/Kind/contextTerminated`` once the context is closed.
     public func receiveMultipart(flags: MessageFlags = []) throws(ZMQError) -> [[UInt8]]? {
+        try receiveMultipart(flags: flags, property: nil)?.frames
+    }
+
+    /// ``receiveMultipart(flags:)``, also reading the connection's metadata `property` from the
+    /// message (`zmq_msg_gets`), e.g. ``MessageProperty/userID``: what a ZAP handler said about the
+    /// peer. The property is nil when the connection does not have it.
+    public func receiveMultipart(
+        flags: MessageFlags = [], property: MessageProperty?
+    ) throws(ZMQError) -> (frames: [[UInt8]], property: String?)? {
         let handle = try openHandle("zmq_msg_recv")
         return try withMessage { message throws(ZMQError) in
             guard try receive(handle, message, flags) else { return nil }
+            // A ROUTER makes the routing-id frame itself, without metadata: read it from the first frame that has it.
+            func read() -> String? { property.flatMap { name in zmq_msg_gets(message, name.rawValue).map { String(cString: $0) } } }
+            var value = read()
             var frames = [bytes(of: message)]
             while zmq_msg_more(message) == 1 {
                 // The rest of a multipart message arrives atomically with its first frame.
                 _ = try receive(handle, message, [])
                 frames.append(bytes(of: message))
+                if value == nil { value = read() }
             }
-            return frames
+            return (frames, value)
         }
     }
 

@@ -68,6 +68,8 @@ extension SocketOption where Value == Int32 {
     public static var reconnectIntervalMax: Self {
         .init(ZMQ_RECONNECT_IVL_MAX, name: "ZMQ_RECONNECT_IVL_MAX")
     }
+    /// `ZMQ_HANDSHAKE_IVL` (ms): a connection whose security handshake is not done by then is dropped; `0` never.
+    public static var handshakeInterval: Self { .init(ZMQ_HANDSHAKE_IVL, name: "ZMQ_HANDSHAKE_IVL") }
     /// `ZMQ_FD` (read-only); see ``Socket/fileDescriptor``.
     static var fileDescriptor: Self { .init(ZMQ_FD, name: "ZMQ_FD") }
     /// `ZMQ_EVENTS` (read-only); see ``Socket/events``.
@@ -96,6 +98,9 @@ extension SocketOption where Value == String {
     public static var curveSecretKey: Self { curveKey(ZMQ_CURVE_SECRETKEY, "ZMQ_CURVE_SECRETKEY") }
     /// `ZMQ_CURVE_SERVERKEY`: the server's public key a client expects (40-character Z85).
     public static var curveServerKey: Self { curveKey(ZMQ_CURVE_SERVERKEY, "ZMQ_CURVE_SERVERKEY") }
+    /// `ZMQ_ZAP_DOMAIN`: the domain a CURVE server's ZAP requests name, so one ZAP handler can tell
+    /// its sockets apart (set before ``Socket/bind(_:)``).
+    public static var zapDomain: Self { .init(ZMQ_ZAP_DOMAIN, name: "ZMQ_ZAP_DOMAIN") }
     /// `ZMQ_LAST_ENDPOINT` (read-only); see ``Socket/lastEndpoint``.
     static var lastEndpoint: Self { .init(ZMQ_LAST_ENDPOINT, name: "ZMQ_LAST_ENDPOINT", capacity: 1024) }
 

@@ -8,6 +8,8 @@ import OPQWire
 struct ClusterThroughputRun: Codable {
     /// The coordinator's journal sync level (`--fsync`): "normal" (the default) or "always".
     var fsync: String
+    /// How processes talk: ``LocalCluster/Transport`` ("ipc", "tcp" or "tcp+curve").
+    var transport = LocalCluster.Transport.ipc.rawValue
     var slotsPerWorker: Int
     var operations: Int
     /// From sending the Submit to the Wait reply saying the job finished.
@@ -72,13 +74,14 @@ struct ClusterBenchmark {
     /// Throughput at every slot count asked for (journal at the default sync level), then with
     /// `--fsync always` at the largest.
     func throughput(progress: (String) -> Void) throws -> [ClusterThroughputRun] {
-        var runs = options.slotCounts.map { (slots: $0, fsync: "normal") }
-        if options.fsyncAlways, let largest = options.slotCounts.last { runs.append((largest, "always")) }
+        var runs = options.slotCounts.map { (slots: $0, fsync: "normal", transport: LocalCluster.Transport.ipc) }
+        if options.fsyncAlways, let largest = options.slotCounts.last { runs.append((largest, "always", .ipc)) }
+        if options.curve, let largest = options.slotCounts.last { runs += [(largest, "normal", .tcp), (largest, "normal", .tcpCurve)] }
         let submission = Workload(.independent, size: options.throughputOperations).submission()
         let warmUp = Workload(.independent, size: min(2_000, options.throughputOperations)).submission()
-        return try runs.map { slots, fsync in
-            progress("throughput: \(options.workers) workers × \(slots) slots, \(Format.size(options.throughputOperations)) no-ops, --fsync \(fsync)")
-            let cluster = try LocalCluster(binaries: binaries, parent: scratch, name: "throughput-\(slots)-\(fsync)")
+        return try runs.map { slots, fsync, transport in
+            progress("throughput: \(options.workers) workers × \(slots) slots, \(Format.size(options.throughputOperations)) no-ops, --fsync \(fsync), \(transport.rawValue)")
+            let cluster = try LocalCluster(binaries: binaries, parent: scratch, name: "throughput-\(slots)-\(fsync)-\(transport)", transport: transport)
             defer { cluster.stop() }
             try cluster.startCoordinator(fsync: fsync)
             let client = try cluster.connect()
@@ -93,7 +96,7 @@ struct ClusterBenchmark {
                 return (after - before) * 1e6 / n
             }
             return ClusterThroughputRun(
-                fsync: fsync, slotsPerWorker: slots, operations: options.throughputOperations, seconds: seconds,
+                fsync: fsync, transport: transport.rawValue, slotsPerWorker: slots, operations: options.throughputOperations, seconds: seconds,
                 submitSeconds: submitSeconds, operationsPerSecond: n / seconds,
                 coordinatorCPUMicrosecondsPerOperation: perOperation(coordinatorBefore, cluster.coordinator?.cpuSeconds),
                 workersCPUMicrosecondsPerOperation: perOperation(workersBefore, cluster.workersCPUSeconds))

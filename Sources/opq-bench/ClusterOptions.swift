@@ -27,6 +27,8 @@ struct ClusterOptions {
     var isSmoke = false
     /// Also measure throughput with the journal fsynced on every commit (at the largest slot count).
     var fsyncAlways = true
+    /// Also measure throughput over loopback TCP without and with CURVE, side by side, at the largest slot count.
+    var curve = false
 
     static let usage = """
     usage: opq-bench cluster [options]
@@ -48,6 +50,8 @@ struct ClusterOptions {
       --no-failover           skip the kill -9 requeue measurement
       --no-fsync-always       skip the throughput run with the coordinator's --fsync always
       --no-dashboard          skip the comparison with --http on (/metrics scraped every second, event stream open)
+      --curve                 also measure throughput over loopback TCP, without and with CURVE (encryption and
+                              key authentication), at the largest slot count
       --keep-logs             keep the temporary directory with the processes' logs
       --json                  print one JSON document instead of tables
       -h, --help              this text
@@ -72,6 +76,7 @@ struct ClusterOptions {
             case "--no-failover": options.failover = false
             case "--no-fsync-always": options.fsyncAlways = false
             case "--no-dashboard": options.dashboard = false
+            case "--curve": options.curve = true
             case "--keep-logs": options.keepLogs = true
             case "--json": options.json = true
             default: reader.unknown(argument)

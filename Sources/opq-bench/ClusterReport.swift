@@ -63,13 +63,20 @@ struct ClusterReport: Codable {
 
     /// The fastest throughput run at the default sync level.
     var bestThroughput: ClusterThroughputRun? {
-        throughput.filter { $0.fsync == "normal" }.max { $0.operationsPerSecond < $1.operationsPerSecond }
+        throughput.filter { $0.fsync == "normal" && $0.transport == LocalCluster.Transport.ipc.rawValue }.max { $0.operationsPerSecond < $1.operationsPerSecond }
+    }
+
+    /// The TCP run without CURVE and the one with it (`--curve`).
+    var curveComparison: (tcp: ClusterThroughputRun, curve: ClusterThroughputRun)? {
+        guard let curve = throughput.first(where: { $0.transport == LocalCluster.Transport.tcpCurve.rawValue }),
+              let tcp = throughput.first(where: { $0.transport == LocalCluster.Transport.tcp.rawValue }) else { return nil }
+        return (tcp, curve)
     }
 
     /// The `--fsync always` run and the default-sync run at the same slot count.
     var fsyncComparison: (normal: ClusterThroughputRun, always: ClusterThroughputRun)? {
         guard let always = throughput.first(where: { $0.fsync == "always" }),
-              let normal = throughput.first(where: { $0.fsync == "normal" && $0.slotsPerWorker == always.slotsPerWorker }) else { return nil }
+              let normal = throughput.first(where: { $0.fsync == "normal" && $0.transport == always.transport && $0.slotsPerWorker == always.slotsPerWorker }) else { return nil }
         return (normal, always)
     }
 
@@ -129,13 +136,14 @@ struct ClusterReport: Codable {
         }
         if !throughput.isEmpty {
             out.append("")
-            var table = TextTable([.init("throughput", right: false), .init("fsync", right: false), .init("slots/worker"), .init("ops"),
+            var table = TextTable([.init("throughput", right: false), .init("fsync", right: false), .init("transport", right: false),
+                                   .init("slots/worker"), .init("ops"),
                                    .init("time"), .init("submit ack"), .init("ops/s"), .init("≥ 50k", right: false),
                                    .init("coord CPU µs/op"), .init("workers CPU µs/op")])
             let best = bestThroughput
             for run in throughput {
-                let isBest = run.fsync == best?.fsync && run.slotsPerWorker == best?.slotsPerWorker
-                table.append(["independent no-ops", run.fsync, String(run.slotsPerWorker), Format.size(run.operations),
+                let isBest = run.fsync == best?.fsync && run.transport == best?.transport && run.slotsPerWorker == best?.slotsPerWorker
+                table.append(["independent no-ops", run.fsync, run.transport, String(run.slotsPerWorker), Format.size(run.operations),
                               Format.seconds(run.seconds), Format.seconds(run.submitSeconds), Format.rate(run.operationsPerSecond),
                               run.fsync == "normal" ? Format.verdict(run.operationsPerSecond >= Self.throughputGoal) + (isBest ? " (best)" : "") : "n/a",
                               run.coordinatorCPUMicrosecondsPerOperation.map { Format.fixed($0, 1) } ?? "—",
@@ -149,6 +157,12 @@ struct ClusterReport: Codable {
                 let cost = (1 - always.operationsPerSecond / normal.operationsPerSecond) * 100
                 out.append("  --fsync always at \(always.slotsPerWorker) slots/worker: \(Format.rate(always.operationsPerSecond)) vs "
                            + "\(Format.rate(normal.operationsPerSecond)) ops/s (\(Format.fixed(cost, 0))% \(cost >= 0 ? "slower" : "faster")).")
+            }
+            if let (tcp, curve) = curveComparison {
+                let ratio = curve.operationsPerSecond / tcp.operationsPerSecond
+                out.append("  CURVE over loopback TCP at \(curve.slotsPerWorker) slots/worker: \(Format.rate(curve.operationsPerSecond)) vs "
+                           + "\(Format.rate(tcp.operationsPerSecond)) ops/s without it (\(Format.fixed(ratio, 2))×; target ≥ 0.8×: "
+                           + "\(Format.verdict(ratio >= 0.8))).")
             }
             out.append("  CPU µs/op = user + system time (/proc/PID/stat) over the timed run ÷ ops; workers summed. \(machine.activeCores) cores")
             out.append("  carry the coordinator, both workers and this client: a sum near \(machine.activeCores) × 1e6 ÷ ops/s means CPU-bound.")

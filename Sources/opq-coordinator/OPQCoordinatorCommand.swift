@@ -8,6 +8,7 @@ import OPQDashboard
 import OPQJournal
 import OPQLogging
 import OPQVersion
+import ZeroMQ
 
 #if canImport(Glibc)
 import Glibc
@@ -24,10 +25,10 @@ struct OPQCoordinatorCommand: ParsableCommand {
             Workers (opq-worker) connect to the workers endpoint; the opq command line and OPQClient programs \
             connect to the clients endpoint. Both bind loopback by default: opq runs commands, so an open \
             port is remote code execution. An endpoint is one address: anything that resolves to a \
-            non-loopback address, wildcards (*, 0.0.0.0, [::]), interface names and libzmq's source-address \
-            syntax (a ';') are refused.
+            non-loopback address (0.0.0.0 and [::] included) is refused without CURVE keys (below); \
+            interface names, '*' and libzmq's source-address syntax (a ';') are always refused.
 
-            SECURITY: there is no authentication yet. Any local user who can reach the workers endpoint can \
+            SECURITY: without CURVE keys there is no authentication. Any local user who can reach the workers endpoint can \
             pose as a worker, and any local user who can reach the clients endpoint can submit commands that \
             the workers run as THEIR user (root, if a worker runs as root). Loopback TCP is reachable by every \
             user of this machine. On a machine you share, use --ipc DIR (Unix sockets in a 0700 directory: \
@@ -52,6 +53,15 @@ struct OPQCoordinatorCommand: ParsableCommand {
             once there is room.
               opq-coordinator --state /var/lib/opq            # default: $XDG_STATE_HOME/opq, else ~/.local/state/opq
               opq-coordinator --fsync always                  # also survive power loss (slower commits)
+
+            Across machines (CURVE: encrypted, and every worker and client authenticated by its key):
+              opq keys generate --role coordinator --out keys
+              opq-coordinator --curve-key keys/coordinator.secret --authorized-workers workers.d \\
+                --authorized-clients clients.d --workers-endpoint tcp://0.0.0.0:7130 --clients-endpoint tcp://0.0.0.0:7131
+            With --curve-key any address may be bound; only keys whose .public file is in --authorized-workers \
+            may connect as workers, only those in --authorized-clients as clients. SIGHUP rereads both \
+            directories: a worker whose key was removed is disconnected and its operations requeued. The \
+            secret key may come from $OPQ_CURVE_SECRET_KEY (the key itself) instead of a file.
 
             Metrics and dashboard: --http 127.0.0.1:7132 serves Prometheus metrics at /metrics, a live \
             dashboard at / and JSON at /api/... (docs/dashboard.md). Loopback only, unless CURVE protects the \
@@ -104,11 +114,34 @@ struct OPQCoordinatorCommand: ParsableCommand {
     @Option(help: "Serve /metrics, the dashboard (/) and /api on HOST:PORT, e.g. 127.0.0.1:7132. Loopback only, unless CURVE is on and --http-token is set.")
     var http: String?
 
+    @Option(help: ArgumentHelp("CURVE: this coordinator's secret key file (mode 0600; environment: OPQ_CURVE_SECRET_KEY). Encrypts both endpoints and allows non-loopback addresses.", valueName: "file"))
+    var curveKey: String?
+
+    @Option(help: ArgumentHelp("CURVE: directory of the worker public keys (*.public) admitted on the workers endpoint.", valueName: "dir"))
+    var authorizedWorkers: String?
+
+    @Option(help: ArgumentHelp("CURVE: directory of the client public keys (*.public) admitted on the clients endpoint.", valueName: "dir"))
+    var authorizedClients: String?
+
+    /// The CURVE settings from the options and environment; nil without a key.
+    func curveSettings() throws -> CurveSettings? {
+        guard let keys = try CurveKeys.ownKeys(file: curveKey, environment: ProcessInfo.processInfo.environment) else {
+            guard authorizedWorkers == nil, authorizedClients == nil else {
+                throw ValidationError("--authorized-workers and --authorized-clients need --curve-key (or OPQ_CURVE_SECRET_KEY)")
+            }
+            return nil
+        }
+        guard let authorizedWorkers, let authorizedClients else {
+            throw ValidationError("with --curve-key, give --authorized-workers DIR and --authorized-clients DIR (an empty directory admits nobody)")
+        }
+        return CurveSettings(keys: keys, authorizedWorkers: authorizedWorkers, authorizedClients: authorizedClients)
+    }
+
     @Option(help: ArgumentHelp("A file (mode 0600) whose first line is the token HTTP requests must carry (Authorization: Bearer TOKEN); or set $\(HTTPAccess.tokenEnvironment).", valueName: "file"))
     var httpToken: String?
 
-    /// Whether CURVE protects the endpoints (issue 13's merge: `configuration.curve != nil`).
-    var curveIsOn: Bool { false }
+    /// Whether CURVE protects the endpoints: a secret key is given (--curve-key or $OPQ_CURVE_SECRET_KEY).
+    var curveIsOn: Bool { curveKey != nil || ProcessInfo.processInfo.environment[CurveKeys.secretKeyVariable] != nil }
 
     /// The HTTP token rule from --http-token, $OPQ_HTTP_TOKEN and CURVE.
     func httpAccess() throws(HTTPAddressError) -> HTTPAccess {
@@ -163,11 +196,18 @@ struct OPQCoordinatorCommand: ParsableCommand {
         let coordinator: Coordinator
         do {
             if let ipc { try configuration.usePrivateIPC(in: ipc) }
+            configuration.curve = try curveSettings()
             coordinator = try Coordinator(configuration: configuration, logger: Logger(label: "opq.coordinator"))
         } catch {
             FileHandle.standardError.write(Data("opq-coordinator: \(error)\n".utf8))
             throw ExitCode(2)
         }
+        // SIGHUP rereads the authorized keys; handled before the start line, so a signal sent on seeing
+        // it never meets the default action (termination).
+        signal(SIGHUP, SIG_IGN)
+        let reload = DispatchSource.makeSignalSource(signal: SIGHUP, queue: .global())
+        reload.setEventHandler { coordinator.reload() }
+        reload.resume()
         var dashboard: DashboardServer.Running?
         if let http {
             let publisher = SnapshotPublisher()
@@ -194,6 +234,6 @@ struct OPQCoordinatorCommand: ParsableCommand {
         }
         try coordinator.run()
         dashboard?.task.cancel()
-        withExtendedLifetime(signals) {}
+        withExtendedLifetime((signals, reload)) {}
     }
 }

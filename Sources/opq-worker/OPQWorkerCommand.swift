@@ -25,6 +25,12 @@ struct OPQWorkerCommand: ParsableCommand {
               opq-worker --coordinator tcp://127.0.0.1:7130 --slots 8 --queues build,test
               opq-worker --slots 1 --label gpu=1 --label host=a --name gpu-a
               OPQ_WORKER_ENDPOINT=ipc:///tmp/opq/w opq-worker --slots 2 --log-level debug
+              opq-worker --coordinator tcp://head:7130 --server-key coordinator.public --curve-key worker.secret --slots 8
+
+            CURVE: --server-key (or $OPQ_SERVER_KEY, the key itself) is the coordinator's public key; \
+            --curve-key (or $OPQ_CURVE_SECRET_KEY) this worker's secret key, whose .public file must be in the \
+            coordinator's --authorized-workers directory. A key the coordinator does not accept is reported \
+            ("the coordinator did not accept this key") and retried with backoff.
 
             SIGINT or SIGTERM stops gracefully: no new work is taken, running operations finish and are \
             reported, then the worker says goodbye. A second signal stops at once: running commands are \
@@ -58,6 +64,12 @@ struct OPQWorkerCommand: ParsableCommand {
 
     @Option(help: "Log format on standard error: 'text', or 'json' (one object per line, metadata keys as fields).")
     var logFormat: String = LogFormat.text.rawValue
+
+    @Option(help: ArgumentHelp("CURVE: the coordinator's public key file (environment: OPQ_SERVER_KEY, the key itself).", valueName: "file"))
+    var serverKey: String?
+
+    @Option(help: ArgumentHelp("CURVE: this worker's secret key file, mode 0600 (environment: OPQ_CURVE_SECRET_KEY).", valueName: "file"))
+    var curveKey: String?
 
     /// The agent's configuration built from the options.
     var workerConfiguration: WorkerConfiguration {
@@ -98,7 +110,16 @@ struct OPQWorkerCommand: ParsableCommand {
     func run() throws {
         let level = Logger.Level(rawValue: logLevel)!
         LogFormat(rawValue: logFormat)!.bootstrap(level: level)
-        let worker = try Worker(configuration: try workerConfiguration, logger: Logger(label: "opq.worker"))
+        var configuration = try workerConfiguration
+        do {
+            let environment = ProcessInfo.processInfo.environment
+            configuration.curveServerKey = try CurveKeys.serverKey(file: serverKey, environment: environment)
+            configuration.curveKeys = try CurveKeys.ownKeys(file: curveKey, environment: environment)
+        } catch {
+            FileHandle.standardError.write(Data("opq-worker: \(error)\n".utf8))
+            throw ExitCode(2)
+        }
+        let worker = try Worker(configuration: configuration, logger: Logger(label: "opq.worker"))
         let signals = [(SIGINT, "SIGINT"), (SIGTERM, "SIGTERM")].map { number, name in
             signal(number, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: number, queue: .global())

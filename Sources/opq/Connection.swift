@@ -6,10 +6,14 @@ import OPQWire
 /// Opening a connection the way every command does: a quick round trip first, so an absent
 /// coordinator is reported at once with exit status 3 instead of a long request timeout.
 enum Connection {
-    static func open(_ endpoint: String, probeTimeout: Double = 5) throws(ExitStatus) -> CoordinatorConnection {
+    /// How connections are secured: set once from ``GlobalOptions`` (CURVE keys) before any is opened.
+    nonisolated(unsafe) static var security = ConnectionSecurity.none
+
+    /// Opens a connection to `endpoint` secured with `security` (default: ``security``, from the options).
+    static func open(_ endpoint: String, probeTimeout: Double = 5, security: ConnectionSecurity? = nil) throws(ExitStatus) -> CoordinatorConnection {
         let connection: CoordinatorConnection
         do {
-            connection = try CoordinatorConnection(endpoint: endpoint)
+            connection = try CoordinatorConnection(endpoint: endpoint, security: security ?? Self.security)
         } catch {
             throw fail(.unreachable, "cannot connect to \(endpoint): \(error)")
         }

@@ -107,7 +107,7 @@ extension LocalCluster {
             throw fail(.unreachable, "cannot start the local cluster: \(error)")
         }
         do {
-            return (cluster, try Connection.open(cluster.clientsEndpoint, probeTimeout: 10))
+            return (cluster, try Connection.open(cluster.clientsEndpoint, probeTimeout: 10, security: ConnectionSecurity.none))
         } catch {
             if let exited = cluster.exitedProcess { printError("\(exited.name) exited:\n\(exited.logTail())") }
             cluster.stop()

@@ -27,6 +27,8 @@ struct OPQCommand: ParsableCommand {
               opq queue set encode --max-concurrent 2
               opq priority op-17 veryHigh; opq workers --json
               OPQ_COORDINATOR=tcp://127.0.0.1:7131 opq status
+              opq keys generate --role client --out ~/.config/opq/keys
+              opq --coordinator tcp://head:7131 --server-key coordinator.public --curve-key client.secret status
 
             Exit status:
               0  every operation succeeded (or the command did what it was asked)
@@ -39,7 +41,7 @@ struct OPQCommand: ParsableCommand {
         subcommands: [RunCommand.self, SubmitCommand.self, AddCommand.self, MapCommand.self, WatchCommand.self, WaitCommand.self, StatusCommand.self, ListCommand.self, ShowCommand.self,
                       LogsCommand.self, CancelCommand.self, SuspendCommand.self, ResumeCommand.self, QueueCommand.self,
                       PriorityCommand.self, WorkersCommand.self,
-                      PruneCommand.self]
+                      PruneCommand.self, KeysCommand.self]
     )
 
     /// `opq --coordinator E status` → `opq status --coordinator E`: the global option may come before the
@@ -48,10 +50,10 @@ struct OPQCommand: ParsableCommand {
         var arguments = arguments
         var hoisted: [String] = []
         while let first = arguments.first {
-            if first == "--coordinator", arguments.count >= 2 {
+            if Self.globalOptionNames.contains(first), arguments.count >= 2 {
                 hoisted += arguments.prefix(2)
                 arguments.removeFirst(2)
-            } else if first.hasPrefix("--coordinator=") {
+            } else if Self.globalOptionNames.contains(where: { first.hasPrefix($0 + "=") }) {
                 hoisted.append(arguments.removeFirst())
             } else {
                 break
@@ -62,6 +64,9 @@ struct OPQCommand: ParsableCommand {
         let depth = arguments.count >= 2 && arguments[0] == "queue" && arguments[1] == "set" ? 2 : 1
         return arguments.prefix(depth) + hoisted + arguments.dropFirst(depth)
     }
+
+    /// The options of ``GlobalOptions``, which may come before the subcommand.
+    static let globalOptionNames = ["--coordinator", "--server-key", "--curve-key"]
 
     /// Runs the command line, mapping argument errors to exit status 2 (not ArgumentParser's 64).
     static func main() {

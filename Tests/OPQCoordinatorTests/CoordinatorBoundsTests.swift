@@ -114,6 +114,18 @@ import ZeroMQ
         #expect(error?.endpoint == endpoint)
     }
 
+    /// `0.0.0.0` and `[::]` are plain addresses to the parser; only CURVE (`allowNonLoopback`) admits
+    /// them, and without it the refusal names the flags that would.
+    @Test(arguments: ["tcp://0.0.0.0:7130", "tcp://[::]:7130"])
+    func everyInterfaceParsesButIsBoundOnlyWithCurve(_ text: String) throws {
+        let endpoint = try Endpoint(parsing: text)
+        let error = #expect(throws: EndpointError.self) { try EndpointPolicy.bindable(text) }
+        #expect(error?.endpoint == text)
+        #expect(error?.problem.contains("reachable from other machines") == true, "\(String(describing: error))")
+        #expect(error?.problem.contains("--curve-key with --authorized-workers/--authorized-clients") == true, "\(String(describing: error))")
+        #expect(try EndpointPolicy.bindable(text, allowNonLoopback: true) == endpoint)
+    }
+
     @Test func theConfigurationNamesASettingOutOfRange() {
         var configuration = CoordinatorConfiguration()
         #expect(configuration.problem == nil)

@@ -42,7 +42,9 @@ final class ChildProcess: @unchecked Sendable {
         // user's state directory (which another test or a real coordinator may hold).
         let environment = ChildSpawn.environment(adding: ["XDG_STATE_HOME": logDirectory.appendingPathComponent("xdg-state").path])
         let child: pid_t
-        switch ChildSpawn.spawn(BuiltProducts.path(executable), arguments: arguments, environment: environment,
+        // A built product by name, or any program by absolute path (e.g. /usr/sbin/ip).
+        let path = executable.hasPrefix("/") ? executable : BuiltProducts.path(executable)
+        switch ChildSpawn.spawn(path, arguments: arguments, environment: environment,
                                 stdout: log, stderr: log) {
         case .success(let started): child = started
         case .failure(let failure): throw POSIXError(POSIXErrorCode(rawValue: failure.errno) ?? .EIO)

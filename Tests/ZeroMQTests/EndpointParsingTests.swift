@@ -19,12 +19,18 @@ struct EndpointParsingTests {
         #expect(try Endpoint(parsing: endpoint.description) == endpoint, "description round-trips")
     }
 
+    @Test("every interface (0.0.0.0, [::]) parses as a plain address that is not local")
+    func everyInterfaceParsesButIsNotLocal() throws {
+        for text in ["tcp://0.0.0.0:7130", "tcp://[::]:7130"] {
+            let endpoint = try Endpoint(parsing: text)
+            #expect(try endpoint.isLocalOnly() == false, "\(text)")
+        }
+    }
+
     @Test("Anything but one plain address is refused, saying why", arguments: [
         ("tcp://127.0.0.1:0;0.0.0.0:7130", "source address"),
         ("tcp://127.0.0.1;0.0.0.0:7130", "source address"),
         ("tcp://*:7130", "every interface"),
-        ("tcp://0.0.0.0:7130", "every interface"),
-        ("tcp://[::]:7130", "every interface"),
         ("tcp://[fe80::1%eth0]:7130", "interface"),
         ("tcp://eth0;127.0.0.1:7130", "source address"),
         ("tcp://::1:7130", "brackets"),
