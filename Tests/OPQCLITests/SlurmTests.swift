@@ -8,22 +8,26 @@ import Testing
 @Suite(.serialized) struct SlurmTests {
     static let scripts = Executables.repository.appendingPathComponent("deploy/slurm").path
 
-    /// A started single-node Slurm; ``stop()`` tears it down.
+    /// A started Slurm; ``stop()`` tears it down. One node: this host (single-node.sh). More: each node a
+    /// slurmd in a network namespace of its own on a private bridge (netns-cluster.sh), so a node reaches
+    /// another only over the network, by address.
     final class SingleNodeSlurm {
         let scratch: Scratch
         let directory: String
+        let script: String
         var environment: [String: String]
 
-        init() throws {
+        init(nodes: Int = 1) throws {
             scratch = try Scratch()
             directory = scratch.path("slurm")
+            script = SlurmTests.scripts + (nodes == 1 ? "/single-node.sh" : "/netns-cluster.sh")
             environment = ["SLURM_CONF": directory + "/slurm.conf",
                            "PATH": Executables.directory.path + ":" + (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin")]
-            let start = try Run(SlurmTests.scripts + "/single-node.sh", ["start", directory], in: scratch)
+            let start = try Run(script, ["start", directory] + (nodes == 1 ? [] : ["\(nodes)"]), in: scratch)
             let status = start.finish(within: 60)
             guard status == 0 else {
                 stop()
-                throw SlurmError("single-node.sh start exited \(String(describing: status)): \(start.stderr)")
+                throw SlurmError("\(script) start exited \(String(describing: status)): \(start.stderr)")
             }
         }
 
@@ -61,7 +65,7 @@ import Testing
         }
 
         func stop() {
-            if let stop = try? Run(SlurmTests.scripts + "/single-node.sh", ["stop", directory], in: scratch) {
+            if let stop = try? Run(script, ["stop", directory], in: scratch) {
                 _ = stop.finish(within: 60)
             }
             scratch.remove()
@@ -113,6 +117,42 @@ import Testing
         #expect(!FileManager.default.fileExists(atPath: marker), "the afterok job did not run")
         let badLog = (try? String(contentsOfFile: slurm.scratch.path("bad.out"), encoding: .utf8)) ?? ""
         #expect(badLog.contains("failed 1"), "\(badLog)")
+    }
+
+    /// Two nodes, each a network namespace: the coordinator on the batch node binds every interface with
+    /// keys made for the allocation; the other node's worker dials the batch node's address with its own
+    /// key. Two operations that each wait for the other to have started can only both finish if they run
+    /// at once, on the two nodes (one slot each).
+    @Test func oneAllocationOnTwoNodesRunsWorkersOnBothOverCurve() throws {
+        let slurm = try SingleNodeSlurm(nodes: 2)
+        defer { slurm.stop() }
+        let marks = slurm.scratch.path("marks")
+        try FileManager.default.createDirectory(atPath: marks, withIntermediateDirectories: true)
+        let rendezvous = "touch '\(marks)'/$SLURMD_NODENAME; until [ $(ls '\(marks)' | wc -l) -ge 2 ]; do sleep 0.05; done"
+        let job = try slurm.scratch.write("two.yaml", """
+            operations:
+              - name: left
+                shell: "\(rendezvous)"
+                timeout: 60
+              - name: right
+                shell: "\(rendezvous)"
+                timeout: 60
+              - name: after
+                shell: "echo done-on-$SLURMD_NODENAME > '\(slurm.scratch.path("after"))'"
+                after: [left, right]
+            """)
+        let output = slurm.scratch.path("two.out")
+        let (status, sbatchOutput) = try slurm.run("/usr/bin/sbatch", ["--wait", "-N", "2", "-c", "1", "--output=" + output,
+                                                                       Self.scripts + "/opq-run.sbatch", job], within: 120)
+        let log = (try? String(contentsOfFile: output, encoding: .utf8)) ?? ""
+        #expect(status == 0, "\(sbatchOutput)\n\(log)")
+        #expect(log.contains("succeeded 3, failed 0, cancelled 0"), "\(log)")
+        let nodes = (try? FileManager.default.contentsOfDirectory(atPath: marks))?.sorted() ?? []
+        #expect(nodes == ["opq-n1", "opq-n2"], "one operation on each node: \(nodes)")
+        #expect(log.contains("on slurm-") && log.contains("-opq-n1") && log.contains("-opq-n2"), "\(log)")
+        // The allocation's keys are gone with it.
+        let leftovers = (try? FileManager.default.contentsOfDirectory(atPath: slurm.scratch.url.path)) ?? []
+        #expect(!leftovers.contains { $0.hasPrefix(".opq-run-") }, "\(leftovers)")
     }
 
     @Test func elasticWorkerJobsJoinDrainOnTermHandBackOnASecondTermAndKilledOrCancelledJobsAreRequeued() throws {
