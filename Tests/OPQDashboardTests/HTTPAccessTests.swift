@@ -69,7 +69,7 @@ struct HTTPAccessTests {
         let access = HTTPAccess(token: Self.token, curveIsOn: true)
         let server = DashboardServer(address: try HTTPAddress(parsing: "0.0.0.0:0", allowNonLoopback: access.allowsNonLoopback),
                                      publisher: publisher, access: access, logger: Logger(label: "test"))
-        let running = try server.start()
+        let running = try await startOffThePool(server)
         defer { running.task.cancel() }
         let url = "http://127.0.0.1:\(running.port)/metrics"
         let refused = try await curl(["-s", "-w", "\n%{http_code}", url])
@@ -77,6 +77,15 @@ struct HTTPAccessTests {
         #expect(try await curl(["-s", "-o", "/dev/null", "-w", "%{http_code}", "-H", "Authorization: Bearer wrong-token-0123456789", url]) == "401")
         #expect(try await curl(["-s", "-o", "/dev/null", "-w", "%{http_code}", "-H", "Authorization: Bearer \(Self.token)", url]) == "200")
         #expect(try await curl(["-s", "-o", "/dev/null", "-w", "%{http_code}", "-u", "me:\(Self.token)", url]) == "200")
+    }
+}
+
+/// `DashboardServer.start()` blocks its thread until the server listens, and the server needs the
+/// cooperative pool to get there: called on a pool thread while other suites hold the rest of the pool
+/// (2 threads on a 2-core machine), it waits out its deadline. So it is called on a thread of its own.
+private func startOffThePool(_ server: DashboardServer) async throws -> DashboardServer.Running {
+    try await withCheckedThrowingContinuation { (done: CheckedContinuation<DashboardServer.Running, any Error>) in
+        Thread { done.resume(with: Result { try server.start() }) }.start()
     }
 }
 
