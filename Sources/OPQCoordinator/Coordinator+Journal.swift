@@ -238,7 +238,10 @@ extension Coordinator {
         core = pruning
         for record in pruned {
             durability?.jobFinishedAt[record.job] = nil
-            for k in record.outcomes.indices { outputs.remove(OperationID(record.first.rawValue + UInt64(k))) }
+            for k in record.outcomes.indices {
+                outputs.remove(OperationID(record.first.rawValue + UInt64(k)))
+                spool.remove(OperationID(record.first.rawValue + UInt64(k)))
+            }
         }
         let operations = pruned.reduce(0) { $0 + $1.outcomes.count }
         logger.info("pruned finished jobs", metadata: ["jobs": "\(pruned.count)", "operations": "\(operations)"])

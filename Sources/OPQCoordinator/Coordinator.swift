@@ -49,6 +49,8 @@ public final class Coordinator: @unchecked Sendable {
     var watchers: [Watcher.Key: Watcher] = [:]
     var waiters: [Waiter] = []
     var outputs: OutputStore
+    /// Every byte of commands' output, in files (``OutputSpool``).
+    let spool: OutputSpool
     /// Receipts of submissions that carried an idempotency key.
     var receipts: [String: SubmissionReceipt] = [:]
     /// The state directory and journal; nil when running without one.
@@ -87,6 +89,8 @@ public final class Coordinator: @unchecked Sendable {
             durability = try Coordinator.openState(path, configuration: configuration, core: &core, outputs: &outputs,
                                                    receipts: &receipts, logger: logger)
         }
+        spool = try OutputSpool(directory: configuration.stateDirectory.map { $0 + "/output" },
+                                capPerStream: UInt64(configuration.outputSpoolCap), budget: UInt64(configuration.outputSpoolBudget))
 
         context = try Context()
         workersSocket = try context.socket(.router)
@@ -193,6 +197,7 @@ public final class Coordinator: @unchecked Sendable {
         }
         workersSocket.close()
         clientsSocket.close()
+        spool.close()
         durability?.directory.unlock()
     }
 }
