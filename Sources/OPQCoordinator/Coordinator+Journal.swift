@@ -177,7 +177,9 @@ extension Coordinator {
     func absorbAndCommit() throws -> Bool {
         absorbEffects()
         let committed = try commitJournal()
-        if durability == nil {
+        // Nothing left to journal: every report received is durable (a turn of output chunks and starts
+        // journals nothing, and the workers' output window waits for this acknowledgement).
+        if durability == nil || (committed && durability?.journal.hasPending == false) {
             for (id, session) in sessions where session.reportsDurable < session.reportsReceived {
                 sessions[id]!.reportsDurable = session.reportsReceived
             }
