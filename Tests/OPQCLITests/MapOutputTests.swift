@@ -117,4 +117,31 @@ import Testing
         #expect(opq.finish(within: 60) == 0, "\(opq.stderr)")
         #expect(opq.stdout == "first\nsecond\n", "\(opq.stdout)")
     }
+
+    @Test func submitWaitPrintsFailedOutputAndLogsReturnsTheWholeOutput() throws {
+        let scratch = try Scratch()
+        defer { scratch.remove() }
+        let cluster = try Cluster(scratch)
+        defer { cluster.stop() }
+        // 300,000 bytes: far more than the 64 KiB tail a finish report carries.
+        let job = try scratch.write("job.yaml", """
+            operations:
+              - name: big
+                shell: seq 1 52000
+              - name: bad
+                shell: echo "half done"; echo "boom" >&2; exit 3
+            """)
+        let submit = try Run("opq", ["submit", job, "--wait", "--output", "failed"], in: scratch, environment: cluster.environment)
+        #expect(submit.finish(within: 120) == 1, "\(submit.stdout)\(submit.stderr)")
+        #expect(submit.stdout.contains("--- bad (op-2) ---\nhalf done\n"), "\(submit.stdout)")
+        #expect(!submit.stdout.contains("\n51999\n"), "a succeeded operation's output is not printed with --output failed")
+        #expect(submit.stderr.contains("--- bad (op-2) stderr ---\nboom\n"), "\(submit.stderr)")
+
+        let logs = try Run("opq", ["logs", "op-1"], in: scratch, environment: cluster.environment)
+        #expect(logs.finish(within: 60) == 0, "\(logs.stderr)")
+        let expected = (1...52000).map(String.init).joined(separator: "\n") + "\n"
+        #expect(logs.stdoutBytes.count == expected.utf8.count)
+        #expect(logs.stdout == expected, "opq logs returns the whole output, not its tail")
+        #expect(logs.stderr.isEmpty, "\(logs.stderr)")
+    }
 }
