@@ -97,6 +97,12 @@ extension Coordinator {
             self.wait(wait, requestID: id, identity: identity, now: now)
         case .prune(let prune):
             try self.prune(prune, requestID: id, identity: identity)
+        case .readOutput(let read):
+            let operation = OperationID(read.operation)
+            guard core.operation(operation) != nil else { return refuse(.unknownOperation(operation)) }
+            var (slice, bytes) = spool.read(operation, read.stream, offset: read.offset, maxBytes: read.maxBytes)
+            if !bytes.isEmpty { slice.frame = 1 }
+            queueToClient(.reply(id) { $0.output = slice }, raw: bytes.isEmpty ? [] : [bytes], identity: identity)
         case .heartbeat, nil:
             break
         }

@@ -177,7 +177,9 @@ extension Coordinator {
     func absorbAndCommit() throws -> Bool {
         absorbEffects()
         let committed = try commitJournal()
-        if durability == nil {
+        // Nothing left to journal: every report received is durable (a turn of output chunks and starts
+        // journals nothing, and the workers' output window waits for this acknowledgement).
+        if durability == nil || (committed && durability?.journal.hasPending == false) {
             for (id, session) in sessions where session.reportsDurable < session.reportsReceived {
                 sessions[id]!.reportsDurable = session.reportsReceived
             }
@@ -238,7 +240,10 @@ extension Coordinator {
         core = pruning
         for record in pruned {
             durability?.jobFinishedAt[record.job] = nil
-            for k in record.outcomes.indices { outputs.remove(OperationID(record.first.rawValue + UInt64(k))) }
+            for k in record.outcomes.indices {
+                outputs.remove(OperationID(record.first.rawValue + UInt64(k)))
+                spool.remove(OperationID(record.first.rawValue + UInt64(k)))
+            }
         }
         let operations = pruned.reduce(0) { $0 + $1.outcomes.count }
         logger.info("pruned finished jobs", metadata: ["jobs": "\(pruned.count)", "operations": "\(operations)"])

@@ -83,6 +83,10 @@ extension Coordinator {
         case .reports(let reports):
             for item in reports.items { report(item, raw: raw, from: session, now: now) }
             if reports.sequence > session.reportsReceived { sessions[id]?.reportsReceived = reports.sequence }
+            // Output chunks wait for this acknowledgement (the worker's flow-control window): answer at once.
+            if reports.items.contains(where: { if case .output = $0.kind { true } else { false } }) {
+                workerOutbox.append((id, .heartbeat))
+            }
         case .goodbye(let goodbye):
             logger.info("worker left", metadata: ["worker.id": "\(id)", "reason": "\(goodbye.reason)"])
             core.workerLeft(id, at: now)
@@ -191,6 +195,7 @@ extension Coordinator {
                 stderr: finished.hasStderr ? finished.stderr.bytes(in: raw) : [], stderrTotal: finished.stderr.totalBytes,
                 errorMessage: finished.errorMessage)
             outputs.record(output, for: id)
+            spool.finished(id, attempt: finished.attempt, totals: [finished.stdout.totalBytes, finished.stderr.totalBytes])
             if output.isWorthJournaling { durability?.journal.append(output: output, of: id) }
         case .progress(let progress):
             core.heartbeat(from: session.handle, at: now)
@@ -202,6 +207,14 @@ extension Coordinator {
             }
             let event = events.append(.progress(progress))
             route(event, job: nil, operation: OperationID(progress.operation))
+        case .output(let chunk):
+            // Only the worker running that attempt may add to its output.
+            guard core.holds(session.handle, OperationID(chunk.operation), attempt: Int(chunk.attempt)) else {
+                logger.debug("stale output ignored", metadata: ["operation.id": "\(chunk.operation)", "worker.id": "\(session.id)"])
+                return
+            }
+            spool.write(chunk, bytes: chunk.bytes(in: raw))
+            if let error = spool.takeError() { logger.warning("output spool", metadata: ["error": "\(error)"]) }
         case nil:
             break
         }

@@ -53,6 +53,8 @@ public final class Coordinator: @unchecked Sendable {
     var watchers: [Watcher.Key: Watcher] = [:]
     var waiters: [Waiter] = []
     var outputs: OutputStore
+    /// Every byte of commands' output, in files (``OutputSpool``).
+    let spool: OutputSpool
     /// Receipts of submissions that carried an idempotency key.
     var receipts: [String: SubmissionReceipt] = [:]
     /// The state directory and journal; nil when running without one.
@@ -92,6 +94,8 @@ public final class Coordinator: @unchecked Sendable {
             durability = try Coordinator.openState(path, configuration: configuration, core: &core, outputs: &outputs,
                                                    receipts: &receipts, logger: logger)
         }
+        spool = try OutputSpool(directory: configuration.stateDirectory.map { $0 + "/output" },
+                                capPerStream: UInt64(configuration.outputSpoolCap), budget: UInt64(configuration.outputSpoolBudget))
 
         context = try Context()
         if let curve = configuration.curve {
@@ -236,6 +240,7 @@ public final class Coordinator: @unchecked Sendable {
         workersSocket.close()
         clientsSocket.close()
         zap?.close()
+        spool.close()
         durability?.directory.unlock()
     }
 }

@@ -29,6 +29,12 @@ public struct CoordinatorConfiguration: Sendable {
     public var eventHistoryBytes = 64 << 20
     /// Bytes of captured output kept in memory over all operations (oldest dropped first).
     public var outputBudget = 256 << 20
+    /// Bytes of each output stream of one operation kept in the output spool (``OutputSpool``); beyond
+    /// it the output is cut (the last 64 KiB still come with the finish). Default 1 GiB.
+    public var outputSpoolCap = 1 << 30
+    /// Bytes the output spool keeps over all operations; the oldest finished operations' output goes
+    /// first. Default 8 GiB.
+    public var outputSpoolBudget = 8 << 30
     /// Messages kept for one client that does not read its replies before its requests are refused
     /// (``ClientOutbox``).
     public var clientBacklogMessages = 10_000
@@ -64,6 +70,8 @@ public struct CoordinatorConfiguration: Sendable {
             Limits.countProblem(eventHistory, name: "eventHistory", range: 1...Int(Int32.max)),
             Limits.countProblem(eventHistoryBytes, name: "eventHistoryBytes", range: 1...Int.max),
             Limits.countProblem(outputBudget, name: "outputBudget", range: 0...Int.max),
+            Limits.countProblem(outputSpoolCap, name: "outputSpoolCap", range: 0...Int.max),
+            Limits.countProblem(outputSpoolBudget, name: "outputSpoolBudget", range: 0...Int.max),
             Limits.countProblem(messagesPerTurn, name: "messagesPerTurn", range: 1...1_000_000),
             Limits.countProblem(clientBacklogMessages, name: "clientBacklogMessages", range: 1...Int.max),
             Limits.countProblem(clientBacklogBytes, name: "clientBacklogBytes", range: 1...Int.max),

@@ -61,6 +61,8 @@ extension Opq_V1_ClientRequest: WireEnvelope {
                 try Check.that(prune.olderThanSeconds >= 0 && prune.olderThanSeconds.isFinite, path + ".prune.older_than_seconds",
                                "must be a finite number of seconds ≥ 0")
             }
+        case .readOutput(let read):
+            try read.validate(path + ".read_output")
         case .listQueues, .listJobs, .listWorkers, .unwatch, .heartbeat:
             break
         }
@@ -157,6 +159,8 @@ extension Opq_V1_Reply {
             if case .operation(let info) = result.result {
                 try info.validate(path + ".waited.operation", rawFrames: rawFrames)
             }
+        case .output(let slice):
+            try slice.validate(path + ".output", rawFrames: rawFrames)
         case .done, .cancelled, .dependency, .queues, .jobs, .workers, .watching, .pruned:
             break
         }

@@ -60,6 +60,8 @@ extension Opq_V1_Report {
             try finished.validate(path() + ".finished", rawFrames: rawFrames)
         case .progress(let progress):
             try progress.validate(path() + ".progress")
+        case .output(let chunk):
+            try chunk.validate(path() + ".output", rawFrames: rawFrames)
         }
     }
 }

@@ -21,7 +21,7 @@ extension AgentConnection {
             ])
             return
         }
-        outbox.acknowledge(upTo: message.reportsDurable)
+        agent.outputWindow.release(outbox.acknowledge(upTo: message.reportsDurable))
         let echo = Double(message.leaseEcho) / 1e6
         switch message.body {
         case .welcome(let welcome):

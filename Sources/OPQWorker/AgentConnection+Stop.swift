@@ -20,6 +20,7 @@ extension AgentConnection {
         case .handingBack:
             logger.notice("stopping now: stopping running attempts and handing them back",
                           metadata: ["attempts": "\(runner.held.count)"])
+            agent.outputWindow.open()  // attempts being killed must not wait for acknowledgements
             runner.shutdown(handBack: true, timeout: 0)
         }
         if case .waiting = phase { phase = .waiting(until: now) }  // one more try at once to say goodbye

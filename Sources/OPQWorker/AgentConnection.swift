@@ -189,6 +189,7 @@ final class AgentConnection {
         for event in events {
             if fenced.contains(event.key) {
                 // Stopped because the lease ended: the coordinator gives it a new attempt; nothing is said.
+                if case .output(_, let chunk) = event { agent.outputWindow.release(chunk.bytes.count) }
                 if case .finished = event {
                     fenced.remove(event.key)
                     logger.info("attempt stopped by the lease's end; not reported", metadata: attemptMetadata(event.key))
@@ -202,6 +203,7 @@ final class AgentConnection {
             switch event {
             case .started: logger.debug("attempt started", metadata: attemptMetadata(event.key))
             case .progress: logger.trace("attempt progress", metadata: attemptMetadata(event.key))
+            case .output: break
             case .finished(let completion):
                 logger.debug("attempt finished", metadata: attemptMetadata(event.key, [
                     "status": "\(completion.report.status)", "handed.back": "\(completion.handedBack)",
@@ -397,6 +399,7 @@ final class AgentConnection {
         leaseExpiry = nil
         leaseEndedAt = now
         agent.leaseWatchdog?.renew(remaining: 0)
+        agent.outputWindow.reset()
         let held = runner.held
         let events = taken + agent.inbox.take()
         let stopped = Set(held).union(events.map(\.key)).subtracting(fenced)

@@ -95,8 +95,32 @@ public struct Completion: Hashable, Sendable {
     }
 }
 
+/// A piece of a command's output, streamed to the coordinator before the attempt's `finished` (only when
+/// the runner has an ``OutputWindow``; the `finished` still carries the tails).
+public struct OutputChunk: Hashable, Sendable {
+    /// Which stream.
+    public enum Stream: Hashable, Sendable {
+        case stdout
+        case stderr
+    }
+
+    /// Which stream the bytes belong to.
+    public var stream: Stream
+    /// Offset of the first byte in the attempt's stream (all its commands' output, as it came).
+    public var offset: UInt64
+    /// The bytes (at most one pipe read: 64 KiB).
+    public var bytes: [UInt8]
+
+    /// Creates a chunk.
+    public init(_ stream: Stream, offset: UInt64, bytes: [UInt8]) {
+        self.stream = stream
+        self.offset = offset
+        self.bytes = bytes
+    }
+}
+
 /// What a worker's runner tells its connection, in order for each attempt:
-/// `started` (unless it never ran), any `progress`, then exactly one `finished`.
+/// `started` (unless it never ran), any `progress` and `output`, then exactly one `finished`.
 public enum AttemptEvent: Hashable, Sendable {
     /// The attempt began executing (its process was about to be spawned, its handler about to run).
     case started(AttemptKey, at: Date)
@@ -104,11 +128,13 @@ public enum AttemptEvent: Hashable, Sendable {
     case progress(AttemptKey, fraction: Double, message: String?)
     /// The attempt ended; the runner no longer holds it.
     case finished(Completion)
+    /// A command of the attempt wrote output (its room in the ``OutputWindow`` is already taken).
+    case output(AttemptKey, OutputChunk)
 
     /// The attempt this event is about.
     public var key: AttemptKey {
         switch self {
-        case .started(let key, _), .progress(let key, _, _): key
+        case .started(let key, _), .progress(let key, _, _), .output(let key, _): key
         case .finished(let completion): completion.key
         }
     }

@@ -45,6 +45,13 @@ public final class AttemptRunner: @unchecked Sendable {
         set { condition.withLock { watchdog = newValue } }
     }
     private var watchdog: LeaseWatchdog?
+    /// Streams commands' output through this window when set (by ``WorkerAgent``); nil: only the tails
+    /// travel, with the `finished` event.
+    public var outputWindow: OutputWindow? {
+        get { condition.withLock { window } }
+        set { condition.withLock { window = newValue } }
+    }
+    private var window: OutputWindow?
 
     /// Creates a runner with `slots` concurrent attempts delivering its events to `events`, which must
     /// be thread-safe.
@@ -148,11 +155,13 @@ public final class AttemptRunner: @unchecked Sendable {
             let operation = CommandOperation(key: request.key, commands: [command], qualityOfService: request.qualityOfService,
                                              killGracePeriod: request.killGracePeriod)
             operation.leaseWatchdog = leaseWatchdog
+            operation.outputWindow = outputWindow
             return operation
         case .commands(let commands):
             let operation = CommandOperation(key: request.key, commands: commands, qualityOfService: request.qualityOfService,
                                              killGracePeriod: request.killGracePeriod)
             operation.leaseWatchdog = leaseWatchdog
+            operation.outputWindow = outputWindow
             return operation
         case .handler(let name, let payload):
             let context = HandlerContext(key: request.key, operationName: request.name, handler: name,

@@ -20,7 +20,9 @@ import Glibc
 /// - ``terminate()`` sends SIGTERM (and SIGCONT, for stopped members) to the group, then SIGKILL after the
 ///   grace period if any member is still there.
 ///
-/// `onEnd` is called once, when the group is reaped and both pipes are closed.
+/// `onOutput`, when given, is called on the drain thread with every piece read, in order, before it is
+/// kept in the tail; it may block (flow control: the pipes are not read meanwhile, so the command blocks
+/// on its writes). `onEnd` is called once, when the group is reaped and both pipes are closed.
 final class ChildProcessGroup: @unchecked Sendable {
     /// How the leader ended.
     enum Termination: Hashable, Sendable {
@@ -42,6 +44,10 @@ final class ChildProcessGroup: @unchecked Sendable {
     let pid: pid_t
     private let killGracePeriod: Double
     private let onEnd: @Sendable (Outcome) -> Void
+    private let onOutput: OutputSink?
+
+    /// Told each piece of output as it is read (drain thread).
+    typealias OutputSink = @Sendable (OutputChunk.Stream, UnsafeRawBufferPointer) -> Void
 
     private let lock = NSLock()
     private var termination: Termination?
@@ -60,16 +66,17 @@ final class ChildProcessGroup: @unchecked Sendable {
     /// hold the pipes open; its output is not waited for beyond this).
     static let drainGraceAfterExit = 1.0
 
-    private init(pid: pid_t, killGracePeriod: Double, onEnd: @escaping @Sendable (Outcome) -> Void) {
+    private init(pid: pid_t, killGracePeriod: Double, onOutput: OutputSink?, onEnd: @escaping @Sendable (Outcome) -> Void) {
         self.pid = pid
         self.killGracePeriod = killGracePeriod
+        self.onOutput = onOutput
         self.onEnd = onEnd
     }
 
     /// Spawns `command` in a new process group with niceness at least `niceness`, and starts draining and
     /// reaping it. Throws if the program cannot be started (not found, not executable, bad directory).
     static func spawn(
-        _ command: Command, niceness: Int32, killGracePeriod: Double,
+        _ command: Command, niceness: Int32, killGracePeriod: Double, onOutput: OutputSink? = nil,
         onEnd: @escaping @Sendable (Outcome) -> Void
     ) throws(SystemError) -> ChildProcessGroup {
         try ensureSubreaper()
@@ -88,7 +95,7 @@ final class ChildProcessGroup: @unchecked Sendable {
         }
         Pipe.close(stdoutPipe.write)
         Pipe.close(stderrPipe.write)
-        let group = ChildProcessGroup(pid: pid, killGracePeriod: killGracePeriod, onEnd: onEnd)
+        let group = ChildProcessGroup(pid: pid, killGracePeriod: killGracePeriod, onOutput: onOutput, onEnd: onEnd)
         let drainer = Thread { group.drainLoop(stdout: stdoutPipe.read, stderr: stderrPipe.read) }
         drainer.name = "opq-drain-\(pid)"
         drainer.stackSize = 256 * 1024
@@ -187,6 +194,7 @@ final class ChildProcessGroup: @unchecked Sendable {
                 if count > 0 {
                     scratch.withUnsafeBytes { bytes in
                         let chunk = UnsafeRawBufferPointer(rebasing: bytes[..<count])
+                        onOutput?(open[k].isStdout ? .stdout : .stderr, chunk)
                         lock.withLock {
                             if open[k].isStdout { stdoutTail.append(chunk) } else { stderrTail.append(chunk) }
                         }

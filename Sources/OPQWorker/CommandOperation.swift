@@ -16,6 +16,9 @@ import Glibc
 /// - Exit 0 → `succeeded`; a non-zero exit → `failed`/`exitStatus`; a signal opq did not send →
 ///   `failed`/`signal`; a program that cannot be started → `failed`/`error` with the reason in stderr.
 /// - stdout and stderr keep their last 64 KiB (per command; joined in command order, then cut to 64 KiB).
+///   With an ``outputWindow`` every byte is also streamed as ``AttemptEvent/output(_:_:)`` chunks as it is
+///   read, before the `finished`; several commands' chunks interleave as they come (as on a shared
+///   terminal), numbered by one offset per stream.
 /// - The processes get the niceness of the operation's QoS (``OPQCore/QualityOfService/niceness``).
 public final class CommandOperation: AttemptOperation, @unchecked Sendable {
     /// The commands, run concurrently.
@@ -29,6 +32,10 @@ public final class CommandOperation: AttemptOperation, @unchecked Sendable {
     var onSpawned: (@Sendable (pid_t) -> Void)?
     /// Kills the process groups when the worker's lease ends (set by the runner before the operation runs).
     var leaseWatchdog: LeaseWatchdog?
+    /// Streams the output through this window when set (by the runner); nil = tails only.
+    var outputWindow: OutputWindow?
+    /// Bytes streamed so far per stream (the next chunk's offset); guarded by `lock`.
+    private var streamed: [OutputChunk.Stream: UInt64] = [:]
 
     private let lock = NSLock()
     private var groups: [ChildProcessGroup] = []
@@ -64,7 +71,12 @@ public final class CommandOperation: AttemptOperation, @unchecked Sendable {
                 continue
             }
             do throws(SystemError) {
-                let group = try ChildProcessGroup.spawn(command, niceness: niceness, killGracePeriod: killGracePeriod) {
+                var onOutput: ChildProcessGroup.OutputSink?
+                if let window = outputWindow {
+                    onOutput = { [self] stream, bytes in self.stream(stream, bytes, window) }
+                }
+                let group = try ChildProcessGroup.spawn(command, niceness: niceness, killGracePeriod: killGracePeriod,
+                                                        onOutput: onOutput) {
                     [self] outcome in
                     groupReaped(index)
                     record(index, Self.result(of: outcome))
@@ -93,6 +105,17 @@ public final class CommandOperation: AttemptOperation, @unchecked Sendable {
             return groups
         }
         for group in live { group.terminate() }
+    }
+
+    /// Posts one piece of output once the window has room for it (drain thread; may wait).
+    private func stream(_ stream: OutputChunk.Stream, _ bytes: UnsafeRawBufferPointer, _ window: OutputWindow) {
+        window.acquire(bytes.count)
+        // Numbered and posted under the lock, so chunks reach the inbox in offset order.
+        lock.withLock {
+            let offset = streamed[stream, default: 0]
+            streamed[stream] = offset + UInt64(bytes.count)
+            sink?(.output(key, OutputChunk(stream, offset: offset, bytes: Array(bytes))))
+        }
     }
 
     /// Command `index`'s group is reaped: the lease watchdog forgets it.

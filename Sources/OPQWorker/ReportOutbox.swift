@@ -12,12 +12,27 @@ import OPQWire
 /// A sent `Finished` is kept until the coordinator says it journaled it (`reports_durable` ≥ the
 /// message's sequence): if the coordinator crashes first, the worker sends it again after it
 /// re-registers, and counts the attempt as held meanwhile, so a finished operation is never run again.
+/// Output chunks are kept the same way until acknowledged (and sent again after a re-registration; the
+/// coordinator writes each at its offset, so a repeat changes nothing); ``acknowledge(upTo:)`` returns
+/// their bytes, which the caller gives back to the ``OutputWindow``.
 struct ReportOutbox {
     /// One unsent report.
     enum Item {
         case started(AttemptKey)
         case progress(AttemptKey, fraction: Double, message: String?)
         case finished(Completion)
+        case output(AttemptKey, OutputChunk)
+
+        /// Kept after sending until acknowledged (finishes and output chunks).
+        var needsAcknowledgement: Bool {
+            switch self {
+            case .finished, .output: true
+            case .started, .progress: false
+            }
+        }
+
+        /// Bytes of output it carries.
+        var outputBytes: Int { if case .output(_, let chunk) = self { chunk.bytes.count } else { 0 } }
     }
 
     /// Unsent reports, oldest first.
@@ -26,8 +41,9 @@ struct ReportOutbox {
     private(set) var handedBack: [AttemptKey] = []
     /// Sequence of the last `Reports` sent since the last registration.
     private(set) var sequence: UInt64 = 0
-    /// Finished reports sent but not yet journaled by the coordinator, by the sequence that carried them.
-    private(set) var unconfirmed: [(sequence: UInt64, completions: [Completion])] = []
+    /// Finished reports and output chunks sent but not yet acknowledged by the coordinator, by the
+    /// sequence that carried them.
+    private(set) var unconfirmed: [(sequence: UInt64, items: [Item])] = []
 
     /// Whether there is a report to send.
     var isEmpty: Bool { items.isEmpty }
@@ -45,6 +61,8 @@ struct ReportOutbox {
             handBack(completion.key)
         case .finished(let completion):
             items.append(.finished(completion))
+        case let .output(key, chunk):
+            items.append(.output(key, chunk))
         }
     }
 
@@ -79,15 +97,19 @@ struct ReportOutbox {
     /// wait in ``unconfirmed`` until acknowledged.
     mutating func removeFirst(_ count: Int) {
         sequence += 1
-        let completions = items.prefix(count).compactMap { if case .finished(let completion) = $0 { completion } else { nil } }
-        if !completions.isEmpty { unconfirmed.append((sequence, completions)) }
+        let kept = items.prefix(count).filter(\.needsAcknowledgement)
+        if !kept.isEmpty { unconfirmed.append((sequence, Array(kept))) }
         items.removeFirst(count)
     }
 
-    /// The coordinator journaled every report up to `sequence`: forget their `Finished` reports.
-    mutating func acknowledge(upTo sequence: UInt64) {
-        guard let first = unconfirmed.first, first.sequence <= sequence else { return }
-        unconfirmed.removeAll { $0.sequence <= sequence }
+    /// The coordinator journaled every report up to `sequence`: forget their `Finished` reports and
+    /// output chunks. Returns the bytes of output acknowledged.
+    @discardableResult
+    mutating func acknowledge(upTo sequence: UInt64) -> Int {
+        guard let first = unconfirmed.first, first.sequence <= sequence else { return 0 }
+        let acknowledged = unconfirmed.prefix { $0.sequence <= sequence }
+        unconfirmed.removeFirst(acknowledged.count)
+        return acknowledged.reduce(0) { $0 + $1.items.reduce(0) { $0 + $1.outputBytes } }
     }
 
     /// A new registration: `Finished` reports never acknowledged go out again, first, and numbering
@@ -95,7 +117,7 @@ struct ReportOutbox {
     mutating func resendUnconfirmed() {
         sequence = 0
         guard !unconfirmed.isEmpty else { return }
-        items.insert(contentsOf: unconfirmed.flatMap(\.completions).map(Item.finished), at: 0)
+        items.insert(contentsOf: unconfirmed.flatMap(\.items), at: 0)
         unconfirmed.removeAll()
     }
 
@@ -113,6 +135,15 @@ struct ReportOutbox {
             })
         case .finished(let completion):
             return .finished(finished(completion, raw: &raw))
+        case let .output(key, chunk):
+            raw.append(chunk.bytes)
+            return .with {
+                $0.output.operation = key.operation.rawValue
+                $0.output.attempt = UInt32(clamping: key.attempt)
+                $0.output.stream = chunk.stream == .stdout ? .stdout : .stderr
+                $0.output.offset = chunk.offset
+                $0.output.frame = UInt32(raw.count)
+            }
         }
     }
 

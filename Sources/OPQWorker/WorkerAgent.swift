@@ -34,6 +34,8 @@ public final class WorkerAgent: @unchecked Sendable {
 
     let logger: Logger
     let inbox: EventInbox
+    /// Flow control of streamed output: commands' output waits here for the coordinator's acknowledgements.
+    let outputWindow = OutputWindow()
     /// Kills the commands when the lease ends; set by ``run()`` (only its thread reads it).
     var leaseWatchdog: LeaseWatchdog?
     private let lock = NSLock()
@@ -54,6 +56,7 @@ public final class WorkerAgent: @unchecked Sendable {
         inbox = EventInbox()
         runner = AttemptRunner(slots: configuration.slots, worker: WorkerID(configuration.name),
                                handlers: handlers, events: inbox.sink)
+        runner.outputWindow = outputWindow
     }
 
     /// Serves the coordinator on the calling thread until ``stop(handBack:)`` has run its course.
@@ -79,6 +82,7 @@ public final class WorkerAgent: @unchecked Sendable {
         defer {
             // Whatever ended the loop, no child process may outlive the agent (after a stop nothing is
             // held any more, and this returns at once).
+            outputWindow.open()
             runner.shutdown(handBack: true, timeout: configuration.killGracePeriod + 1)
         }
         try connection.run()

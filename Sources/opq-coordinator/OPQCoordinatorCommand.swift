@@ -105,6 +105,12 @@ struct OPQCoordinatorCommand: ParsableCommand {
     @Option(help: "Seconds operations running at a restart wait for their workers to report them before they get a new attempt (0 to \(Int(Limits.maxSeconds))).")
     var recoveryGrace = 5.0
 
+    @Option(help: ArgumentHelp("Megabytes of each output stream of one operation kept in the output spool (STATE/output); beyond, it is cut (the last 64 KiB are kept).", valueName: "MB"))
+    var outputSpoolCap = 1_024
+
+    @Option(help: ArgumentHelp("Megabytes the output spool keeps over all operations; the oldest finished operations' output goes first.", valueName: "MB"))
+    var outputSpoolBudget = 8_192
+
     @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.")
     var logLevel: String = "info"
 
@@ -193,6 +199,8 @@ struct OPQCoordinatorCommand: ParsableCommand {
         configuration.stateDirectory = state ?? StateDirectory.defaultPath()
         configuration.sync = Journal.Sync(rawValue: fsync)!
         configuration.recoveryGrace = recoveryGrace
+        configuration.outputSpoolCap = max(0, outputSpoolCap) << 20
+        configuration.outputSpoolBudget = max(0, outputSpoolBudget) << 20
         let coordinator: Coordinator
         do {
             if let ipc { try configuration.usePrivateIPC(in: ipc) }

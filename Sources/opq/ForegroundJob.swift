@@ -31,6 +31,8 @@ struct ForegroundJob {
     var started = Date()
     /// Print the end-of-job report (off when stdout carries JSON).
     var showsSummary = true
+    /// Prints the operations' output as they finish (`opq map`, `--output`).
+    var output: OutputPrinter?
 
     init(connection: CoordinatorConnection, receipt: Opq_V1_SubmitAccepted, specs: [OperationSpec], title: String,
          verbosity: JobProgress.Verbosity, onInterrupt: OnInterrupt, cluster: LocalCluster? = nil) {
@@ -56,9 +58,14 @@ struct ForegroundJob {
                                    interactive: interactive, verbosity: verbosity)
         do {
             // Nothing to show: a Wait costs the coordinator less than a stream of every transition.
-            let ending = verbosity == .nothing && !interactive ? try WaitCommand.blockUntilFinished(connection, job: job, isAlive: isAlive) : try progress.follow(isAlive: isAlive)
+            if let output {
+                progress.onChange = { output.changed($0) }
+                progress.onTurn = { output.turn() }
+            }
+            let ending = verbosity == .nothing && !interactive && output == nil ? try WaitCommand.blockUntilFinished(connection, job: job, isAlive: isAlive) : try progress.follow(isAlive: isAlive)
             switch ending {
             case .finished:
+                output?.finish()
                 let summary = try JobSummary.fetch(connection, job: job)
                 if showsSummary { summary.print(title: title, elapsed: Date().timeIntervalSince(started), connection: connection) }
                 if !summary.allSucceeded { throw ExitStatus.someFailed }

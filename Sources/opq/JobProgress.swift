@@ -46,6 +46,10 @@ final class JobProgress {
     var announces = false
     /// Print JSON lines instead of text (`opq watch --json`).
     var emitsJSON = false
+    /// Told every change of an operation as it is applied (``OutputPrinter``).
+    var onChange: ((Opq_V1_OperationEvent) -> Void)?
+    /// Called on every turn of ``follow(signals:deadline:isAlive:)``, at least every 0.2 s.
+    var onTurn: (() -> Void)?
     private var states: [UInt64: Opq_V1_OperationState] = [:]
     private var outcomes: [UInt64: Opq_V1_Outcome] = [:]
     private var lastSequence: UInt64?
@@ -80,6 +84,7 @@ final class JobProgress {
         defer { endLine() }
         while true {
             if SignalTrap.count >= signals || deadline.map({ Date() > $0 }) == true { return .interrupted }
+            onTurn?()
             guard let message = try connection.nextStreamMessage(timeout: 0.2) else {
                 if !isAlive() { return .lost }
                 if lineShown { draw() }  // the clock, rate and ETA move on between events
@@ -167,6 +172,7 @@ final class JobProgress {
         let previous = states[change.operation]
         states[change.operation] = change.state
         if change.state == .finished { outcomes[change.operation] = change.outcome }
+        onChange?(change)
         if emitsJSON {
             emitJSON(change, previous: previous)
             return

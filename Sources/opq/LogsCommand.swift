@@ -4,15 +4,15 @@ import OPQClient
 import OPQCore
 import OPQWire
 
-/// `opq logs OP`: the captured output tails of an operation's last attempt.
+/// `opq logs OP`: the complete output of an operation's last attempt, while the coordinator keeps it.
 struct LogsCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "logs",
-        abstract: "Print the captured output of an operation: its stdout tail, then its stderr tail.",
+        abstract: "Print the output of an operation: its stdout to standard output, its stderr to standard error.",
         discussion: """
-            The stdout tail goes to standard output and the stderr tail to standard error, so they can be
-            separated with redirections. Workers keep only the tail of long output; a truncated tail is
-            noted on standard error.
+            The whole output of the operation's last attempt, byte for byte, fetched from the coordinator's output spool one slice at a time (so any size works). While the operation runs, what it wrote so far.
+
+            The coordinator keeps each stream's first 1 GiB (opq-coordinator's output spool cap) and all output within its spool budget, dropping the oldest finished operations' first, until the job is pruned or the coordinator restarts. Output that was cut or is no longer kept whole is said so on standard error, and then its last 64 KiB (the tail every finish carries) are printed.
 
             Examples:
               opq logs op-17
@@ -26,25 +26,35 @@ struct LogsCommand: ParsableCommand {
     var operation: String
 
     func run() throws {
-        let id = try ShowCommand.operationID(operation)
+        let id = OperationID(try ShowCommand.operationID(operation))
         let connection = try Connection.open(global.endpoint)
-        let answer: (reply: Opq_V1_Reply, raw: [[UInt8]])
         do {
-            answer = try connection.request {
-                $0.getOperation.operation = id
-                $0.getOperation.includeOutput = true
+            for (stream, handle) in [(Opq_V1_OutputStream.stdout, FileHandle.standardOutput), (.stderr, FileHandle.standardError)] {
+                let name = stream == .stdout ? "stdout" : "stderr"
+                let copy = try connection.copyOutput(id, stream) { handle.write(Data($0)) }
+                if copy.expired {
+                    try printTail(connection, id, stream, name: name, to: handle)
+                } else if copy.isCut {
+                    printError("opq: \(name) was cut: the coordinator kept its first \(copy.spooled) of \(copy.total) bytes; its last bytes follow")
+                    try printTail(connection, id, stream, name: name, to: handle, onlyIfCut: false)
+                } else if !copy.complete {
+                    printError("opq: op-\(id.rawValue) is still running: \(name) so far (\(copy.offset) bytes)")
+                }
             }
         } catch {
             throw Connection.status(for: error)
         }
-        let info = answer.reply.operation
-        if info.stdout.isTruncated(in: answer.raw) {
-            printError("opq: stdout truncated: last \(info.stdout.bytes(in: answer.raw).count) of \(info.stdout.totalBytes) bytes")
+    }
+
+    /// The tail the coordinator keeps from the finish report (when the spool has nothing).
+    private func printTail(_ connection: CoordinatorConnection, _ id: OperationID, _ stream: Opq_V1_OutputStream, name: String,
+                           to handle: FileHandle, onlyIfCut: Bool = true) throws(ClientError) {
+        let (info, raw) = try connection.operation(id, includeOutput: true)
+        let tail = stream == .stdout ? info.stdout : info.stderr
+        let bytes = tail.bytes(in: raw)
+        if onlyIfCut && tail.isTruncated(in: raw) {
+            printError("opq: \(name) is no longer kept whole (expired from the output spool): its last \(bytes.count) of \(tail.totalBytes) bytes")
         }
-        FileHandle.standardOutput.write(Data(info.stdout.bytes(in: answer.raw)))
-        if info.stderr.isTruncated(in: answer.raw) {
-            printError("opq: stderr truncated: last \(info.stderr.bytes(in: answer.raw).count) of \(info.stderr.totalBytes) bytes")
-        }
-        FileHandle.standardError.write(Data(info.stderr.bytes(in: answer.raw)))
+        handle.write(Data(bytes))
     }
 }

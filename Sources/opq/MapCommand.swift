@@ -13,6 +13,8 @@ struct MapCommand: ParsableCommand {
         discussion: """
             Reads items from standard input (one per line; with -0, separated by NUL bytes; an empty line is an empty item, as in GNU parallel), submits one operation per item as one job, shows progress and waits; exit 0 only if every operation succeeded.
 
+            Output, as GNU parallel: each operation's stdout goes to standard output and its stderr to standard error, complete and byte for byte, printed when it finishes and never mixed with another's; -k prints in input order, --tag puts the item and a tab before each line, --line-buffer passes whole lines on while the commands run. Progress and the summary go to standard error. (With --json the output is not printed: see opq logs.)
+
             Placeholders (GNU parallel's, expanded exactly as parallel does), for the item photos/2024/a b.tar.gz, the 7th:
               {}    photos/2024/a b.tar.gz      {.}   photos/2024/a b.tar
               {/}   a b.tar.gz                  {//}  photos/2024   (. without a /)
@@ -43,6 +45,8 @@ struct MapCommand: ParsableCommand {
     @OptionGroup var global: GlobalOptions
 
     @OptionGroup(title: "Operation options") var operation: OperationOptions
+
+    @OptionGroup(title: "Output (each operation's stdout to stdout, stderr to stderr, grouped as it finishes)") var output: MapOutputOptions
 
     @Option(help: ArgumentHelp("Run on a private local cluster that runs n commands at a time, instead of a running coordinator.", valueName: "n"))
     var local: Int?
@@ -132,7 +136,7 @@ struct MapCommand: ParsableCommand {
                                        title: "opq map", verbosity: quiet || json ? .nothing : verbose ? .everything : .failures,
                                        onInterrupt: .cancel, cluster: cluster)
         foreground.started = started
-        if json { foreground.showsSummary = false }
+        if json { foreground.showsSummary = false } else { foreground.output = output.printer(connection, receipt: receipt, items: arguments) }
         try foreground.run()
     }
 

@@ -19,6 +19,9 @@ struct RunCommand: ParsableCommand {
               opq run examples/media-pipeline.yaml
               opq run jobs.yaml --workers 4 --slots 2
               opq run jobs.json > run.log     # plain lines when not a terminal
+              opq run jobs.yaml --output all  # every operation's output, under a header each
+
+            Output: the complete stdout and stderr of each operation that did not succeed is printed when it finishes (--output failed, the default), under a '--- name (op-N) ---' header; --output all prints every operation's, --output none none (opq logs OP prints it later, while the coordinator keeps it).
 
             Exit status: 0 every operation succeeded; 1 some failed or were cancelled; 2 usage or job-file error (nothing ran); 3 the local cluster could not be started or reached; 130 interrupted.
             """
@@ -32,6 +35,9 @@ struct RunCommand: ParsableCommand {
 
     @Option(help: ArgumentHelp("Slots (concurrent operations) per worker (default: the number of CPUs).", valueName: "s"))
     var slots: Int?
+
+    @Option(help: OutputPrinter.selectionHelp(default: .failed))
+    var output: OutputPrinter.Selection = .failed
 
     func validate() throws {
         guard workers >= 1 else { throw ValidationError("--workers must be at least 1") }
@@ -60,6 +66,7 @@ struct RunCommand: ParsableCommand {
         var foreground = ForegroundJob(connection: connection, receipt: receipt, specs: jobFile.submission.operations,
                                        title: "opq run \(file)", verbosity: .everything, onInterrupt: .cancel, cluster: cluster)
         foreground.started = started
+        foreground.output = OutputPrinter.forJob(connection, receipt: receipt, specs: jobFile.submission.operations, selection: output)
         try foreground.run()
     }
 }

@@ -18,6 +18,7 @@ struct SubmitCommand: ParsableCommand {
               opq wait "$(opq submit jobs.yaml)"
               opq submit jobs.yaml --wait          # progress, then exit 0 or 1
               opq submit encode.yaml --after job-4 # starts once job-4 has finished
+              opq submit jobs.yaml --wait --output failed   # and the output of what did not succeed
               opq submit jobs.yaml --json   # {"job": 4, "operations": [{"id": 17, "name": …}]}
               opq --coordinator tcp://127.0.0.1:7131 submit jobs.json
             """
@@ -31,6 +32,9 @@ struct SubmitCommand: ParsableCommand {
     @Flag(help: "Wait until the job has finished; exit 0 only if every operation succeeded.")
     var wait = false
 
+    @Option(help: OutputPrinter.selectionHelp(default: .none))
+    var output: OutputPrinter.Selection = .none
+
     @Flag(help: "Print {\"job\": ID, \"operations\": [{\"id\": ID, \"name\": NAME}, ...]} instead of the job id.")
     var json = false
 
@@ -40,6 +44,10 @@ struct SubmitCommand: ParsableCommand {
     @Option(help: ArgumentHelp("Start only after this job has finished (repeatable; with requires: success, only if all of it succeeded).",
                                valueName: "job-N"))
     var after: [String] = []
+
+    func validate() throws {
+        if output != .none && !wait { throw ValidationError("--output prints while waiting: add --wait (or read it later with opq logs OP)") }
+    }
 
     func run() throws {
         let loaded = try JobFileLoading.load(file, force: force)
@@ -69,7 +77,9 @@ struct SubmitCommand: ParsableCommand {
             }
             return
         }
-        try ForegroundJob(connection: connection, receipt: receipt, specs: specs, title: "job-\(receipt.job)",
-                          verbosity: .everything, onInterrupt: .detach).run()
+        var foreground = ForegroundJob(connection: connection, receipt: receipt, specs: specs, title: "job-\(receipt.job)",
+                                       verbosity: .everything, onInterrupt: .detach)
+        foreground.output = OutputPrinter.forJob(connection, receipt: receipt, specs: specs, selection: output)
+        try foreground.run()
     }
 }

@@ -111,7 +111,7 @@ import Testing
 
         let ok = try cluster.opq(["map", "--quiet", "--", "true"], input: input, within: 60)
         #expect(ok.status == 0, "remote map waits by default: \(ok.stdout)\(ok.stderr)")
-        #expect(ok.stdout.contains("3 operations"), "\(ok.stdout)")
+        #expect(ok.stderr.contains("3 operations"), "the summary goes to stderr, as parallel's messages: \(ok.stderr)")
 
         let unknown = try cluster.opq(["watch", "job-99"])
         #expect(unknown.status == 2, "\(unknown.stdout)\(unknown.stderr)")

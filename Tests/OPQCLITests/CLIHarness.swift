@@ -47,6 +47,7 @@ final class Run: @unchecked Sendable {
     private var output: [UInt8] = []
     private var outputEnded = false
     private var status: Int32?
+    private var peakKilobytes: Int?
 
     /// Starts `executable` (a built product by name, or a path) with `arguments`; standard input comes from the file `input` (default /dev/null).
     init(_ executable: String, _ arguments: [String], in scratch: Scratch, environment: [String: String] = [:],
@@ -94,8 +95,10 @@ final class Run: @unchecked Sendable {
         }.start()
         Thread { [self] in
             var raw: Int32 = 0
-            while waitpid(spawned, &raw, 0) < 0 && errno == EINTR {}
+            var usage = rusage()
+            while wait4(spawned, &raw, 0, &usage) < 0 && errno == EINTR {}
             changed.withLock {
+                peakKilobytes = usage.ru_maxrss
                 status = raw
                 changed.broadcast()
             }
@@ -103,6 +106,10 @@ final class Run: @unchecked Sendable {
     }
 
     var stdout: String { changed.withLock { String(decoding: output, as: UTF8.self) } }
+    /// Standard output as bytes (binary output).
+    var stdoutBytes: [UInt8] { changed.withLock { output } }
+    /// The process's peak resident set (`ru_maxrss`, KiB), once it has exited.
+    var peakResidentKilobytes: Int? { changed.withLock { peakKilobytes } }
     var stderr: String { (try? String(contentsOfFile: stderrPath, encoding: .utf8)) ?? "" }
 
     private var isRunning: Bool { changed.withLock { status == nil } }

@@ -25,7 +25,7 @@ let awkwardNames = [
                                   "sh", "-c", #"printf '[%s]' "$@" > "$0""#, "out/{#}.args", "{}", "{.}", "{/}", "{//}", "{/.}"],
                           in: scratch, input: input)
         #expect(run.finish(within: 60) == 0, "\(run.stdout)\(run.stderr)")
-        #expect(run.stdout.contains("succeeded \(awkwardNames.count), failed 0"), "\(run.stdout)")
+        #expect(run.stderr.contains("succeeded \(awkwardNames.count), failed 0"), "the summary goes to stderr: \(run.stderr)")
         for (index, name) in awkwardNames.enumerated() {
             let written = try String(contentsOfFile: scratch.path("out/\(index + 1).args"), encoding: .utf8)
             let dot = name.lastIndex(of: ".")  // GNU parallel's {.}: a leading dot starts an extension too
@@ -69,10 +69,12 @@ let awkwardNames = [
         let run = try Run("opq", ["map", "--local", "2", "--", "sh", "-c", #"echo "exiting with $0" >&2; exit $0"#],
                           in: scratch, input: input)
         #expect(run.finish(within: 60) == 1, "\(run.stdout)\(run.stderr)")
-        #expect(run.stdout.contains("5 operations"), "the empty line is an item, as in GNU parallel: \(run.stdout)")
-        #expect(run.stdout.contains("succeeded 3, failed 2"), "\(run.stdout)")
-        #expect(run.stdout.contains("failed    1 (op-2): exit status 1"), "\(run.stdout)")
-        #expect(run.stdout.contains("stderr | exiting with 3"), "\(run.stdout)")
+        #expect(run.stderr.contains("5 operations"), "the empty line is an item, as in GNU parallel: \(run.stderr)")
+        #expect(run.stderr.contains("succeeded 3, failed 2"), "\(run.stderr)")
+        #expect(run.stderr.contains("failed    1 (op-2): exit status 1"), "\(run.stderr)")
+        #expect(run.stderr.contains("stderr | exiting with 3"), "\(run.stderr)")
+        #expect(run.stderr.contains("exiting with 1\n"), "each command's stderr goes to stderr: \(run.stderr)")
+        #expect(run.stdout.isEmpty, "nothing but the commands' stdout goes to stdout: \(run.stdout)")
     }
 
     @Test func usageErrorsExitWith2AndAnUnreachableCoordinatorWith3() throws {
@@ -136,9 +138,10 @@ let awkwardNames = [
         defer { scratch.remove() }
         let marker = "43.\(Int.random(in: 100...999))"
         let input = try scratch.write("input", "a\nb\nc\nd\n")
-        let run = try Run("opq", ["map", "--local", "2", "--verbose", "--", "sh", "-c", "sleep \(marker)"],
+        // --line-buffer: each command's first line is printed while it runs (progress lines go to stderr).
+        let run = try Run("opq", ["map", "--local", "2", "--line-buffer", "--", "sh", "-c", "echo started $0; sleep \(marker)"],
                           in: scratch, environment: ["TMPDIR": scratch.path("")], input: input)
-        #expect(run.waitForOutput("started   a", within: 30) && run.waitForOutput("started   b", within: 30), "\(run.stdout)\(run.stderr)")
+        #expect(run.waitForOutput("started a", within: 30) && run.waitForOutput("started b", within: 30), "\(run.stdout)\(run.stderr)")
         kill(run.pid, SIGINT)
         #expect(run.finish(within: 20) == 130, "\(run.stdout)\(run.stderr)")
         #expect(run.stderr.contains("interrupted; cancelling job-1 and stopping the local cluster"), "\(run.stderr)")

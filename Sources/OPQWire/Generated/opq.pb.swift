@@ -359,6 +359,47 @@ public nonisolated enum Opq_V1_FinishReason: SwiftProtobuf.Enum, Swift.CaseItera
 
 }
 
+/// Which stream of a command's output.
+public nonisolated enum Opq_V1_OutputStream: SwiftProtobuf.Enum, Swift.CaseIterable {
+  public typealias RawValue = Int
+
+  /// Invalid.
+  case unspecified // = 0
+  case stdout // = 1
+  case stderr // = 2
+  case UNRECOGNIZED(Int)
+
+  public init() {
+    self = .unspecified
+  }
+
+  public init?(rawValue: Int) {
+    switch rawValue {
+    case 0: self = .unspecified
+    case 1: self = .stdout
+    case 2: self = .stderr
+    default: self = .UNRECOGNIZED(rawValue)
+    }
+  }
+
+  public var rawValue: Int {
+    switch self {
+    case .unspecified: return 0
+    case .stdout: return 1
+    case .stderr: return 2
+    case .UNRECOGNIZED(let i): return i
+    }
+  }
+
+  // The compiler won't synthesize support with the UNRECOGNIZED case.
+  public static let allCases: [Opq_V1_OutputStream] = [
+    .unspecified,
+    .stdout,
+    .stderr,
+  ]
+
+}
+
 /// The worker's verdict on an attempt.
 public nonisolated enum Opq_V1_AttemptStatus: SwiftProtobuf.Enum, Swift.CaseIterable {
   public typealias RawValue = Int
@@ -1072,6 +1113,15 @@ public nonisolated struct Opq_V1_Report: Sendable {
     set {kind = .progress(newValue)}
   }
 
+  /// Bytes a command wrote (streamed before its Finished).
+  public var output: Opq_V1_OutputChunk {
+    get {
+      if case .output(let v)? = kind {return v}
+      return Opq_V1_OutputChunk()
+    }
+    set {kind = .output(newValue)}
+  }
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public nonisolated enum OneOf_Kind: Equatable, Sendable {
@@ -1081,8 +1131,41 @@ public nonisolated struct Opq_V1_Report: Sendable {
     case finished(Opq_V1_Finished)
     /// A handler reported progress.
     case progress(Opq_V1_Progress)
+    /// Bytes a command wrote (streamed before its Finished).
+    case output(Opq_V1_OutputChunk)
 
   }
+
+  public init() {}
+}
+
+/// A piece of an attempt's output, in order: every byte a command writes travels in these before the
+/// attempt's Finished (which still carries the last 64 KiB as OutputTail). Flow control: a worker keeps
+/// at most a window of chunk bytes that the coordinator has not acknowledged (reports_durable ≥ the
+/// carrying Reports' sequence) and stops reading the command's pipes while the window is full, so the
+/// command blocks on its writes instead of filling memory. Chunks not acknowledged before a reconnect
+/// are sent again; the coordinator writes each at its offset, so a repeat changes nothing.
+public nonisolated struct Opq_V1_OutputChunk: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  /// Operation id, ≥ 1.
+  public var operation: UInt64 = 0
+
+  /// Attempt number, ≥ 1.
+  public var attempt: UInt32 = 0
+
+  /// Required.
+  public var stream: Opq_V1_OutputStream = .unspecified
+
+  /// Offset of the chunk's first byte in the stream.
+  public var offset: UInt64 = 0
+
+  /// 1-based index of the raw frame holding the bytes (≥ 1).
+  public var frame: UInt32 = 0
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
 }
@@ -1585,6 +1668,15 @@ public nonisolated struct Opq_V1_ClientRequest: Sendable {
     set {body = .prune(newValue)}
   }
 
+  /// A slice of an operation's spooled output (reply: OutputSlice).
+  public var readOutput: Opq_V1_ReadOutput {
+    get {
+      if case .readOutput(let v)? = body {return v}
+      return Opq_V1_ReadOutput()
+    }
+    set {body = .readOutput(newValue)}
+  }
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   /// Required.
@@ -1609,8 +1701,34 @@ public nonisolated struct Opq_V1_ClientRequest: Sendable {
     case heartbeat(Opq_V1_Heartbeat)
     /// Forget finished jobs (opq prune).
     case prune(Opq_V1_Prune)
+    /// A slice of an operation's spooled output (reply: OutputSlice).
+    case readOutput(Opq_V1_ReadOutput)
 
   }
+
+  public init() {}
+}
+
+/// Up to max_bytes of an operation's output (its last attempt's) from offset on; read it whole by asking
+/// again from offset + the slice's length until the slice says `complete` and nothing is left.
+public nonisolated struct Opq_V1_ReadOutput: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  /// ≥ 1.
+  public var operation: UInt64 = 0
+
+  /// Required.
+  public var stream: Opq_V1_OutputStream = .unspecified
+
+  /// Where to start.
+  public var offset: UInt64 = 0
+
+  /// 0 = the coordinator's choice (1 MiB); at most 16 MiB.
+  public var maxBytes: UInt32 = 0
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
 }
@@ -2294,6 +2412,15 @@ public nonisolated struct Opq_V1_Reply: Sendable {
     set {result = .pruned(newValue)}
   }
 
+  /// ReadOutput.
+  public var output: Opq_V1_OutputSlice {
+    get {
+      if case .output(let v)? = result {return v}
+      return Opq_V1_OutputSlice()
+    }
+    set {result = .output(newValue)}
+  }
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   /// Required.
@@ -2326,8 +2453,43 @@ public nonisolated struct Opq_V1_Reply: Sendable {
     case waited(Opq_V1_WaitResult)
     /// Prune.
     case pruned(Opq_V1_Pruned)
+    /// ReadOutput.
+    case output(Opq_V1_OutputSlice)
 
   }
+
+  public init() {}
+}
+
+/// A slice of spooled output. Its bytes (possibly none) are in raw frame `frame`.
+public nonisolated struct Opq_V1_OutputSlice: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  /// 1-based raw frame with the bytes; 0 = no bytes.
+  public var frame: UInt32 = 0
+
+  /// The offset asked for.
+  public var offset: UInt64 = 0
+
+  /// Bytes kept in the spool so far (readable offsets are below this).
+  public var spooledBytes: UInt64 = 0
+
+  /// Bytes the stream produced so far (more than spooled_bytes = cut).
+  public var totalBytes: UInt64 = 0
+
+  /// The attempt finished: spooled_bytes and total_bytes are final.
+  public var complete: Bool = false
+
+  /// The attempt the output belongs to (0 = none spooled).
+  public var attempt: UInt32 = 0
+
+  /// Nothing is spooled for this operation (it produced no output, it finished before a coordinator
+  /// restart, or its spool was dropped for the retention budget): only the tail of GetOperation is left.
+  public var expired: Bool = false
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
 }
@@ -3170,6 +3332,10 @@ nonisolated extension Opq_V1_FinishReason: SwiftProtobuf._ProtoNameProviding {
   public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0FINISH_REASON_NONE\0\u{1}FINISH_REASON_COMPLETED\0\u{1}FINISH_REASON_EXIT_STATUS\0\u{1}FINISH_REASON_SIGNAL\0\u{1}FINISH_REASON_ERROR\0\u{1}FINISH_REASON_TIMEOUT\0\u{1}FINISH_REASON_LOST_WORKER\0\u{1}FINISH_REASON_CANCEL_REQUESTED\0\u{1}FINISH_REASON_DEPENDENCY_FAILED\0\u{2}D\u{2}FINISH_REASON_UP_TO_DATE\0")
 }
 
+nonisolated extension Opq_V1_OutputStream: SwiftProtobuf._ProtoNameProviding {
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0OUTPUT_STREAM_UNSPECIFIED\0\u{1}OUTPUT_STREAM_STDOUT\0\u{1}OUTPUT_STREAM_STDERR\0")
+}
+
 nonisolated extension Opq_V1_AttemptStatus: SwiftProtobuf._ProtoNameProviding {
   public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0ATTEMPT_STATUS_UNSPECIFIED\0\u{1}ATTEMPT_STATUS_SUCCEEDED\0\u{1}ATTEMPT_STATUS_FAILED\0\u{1}ATTEMPT_STATUS_CANCELLED\0")
 }
@@ -3855,7 +4021,7 @@ nonisolated extension Opq_V1_Reports: SwiftProtobuf.Message, SwiftProtobuf._Mess
 
 nonisolated extension Opq_V1_Report: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".Report"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}started\0\u{1}finished\0\u{1}progress\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}started\0\u{1}finished\0\u{1}progress\0\u{2}a\u{1}output\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -3902,6 +4068,19 @@ nonisolated extension Opq_V1_Report: SwiftProtobuf.Message, SwiftProtobuf._Messa
           self.kind = .progress(v)
         }
       }()
+      case 100: try {
+        var v: Opq_V1_OutputChunk?
+        var hadOneofValue = false
+        if let current = self.kind {
+          hadOneofValue = true
+          if case .output(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.kind = .output(v)
+        }
+      }()
       default: break
       }
     }
@@ -3925,6 +4104,10 @@ nonisolated extension Opq_V1_Report: SwiftProtobuf.Message, SwiftProtobuf._Messa
       guard case .progress(let v)? = self.kind else { preconditionFailure() }
       try visitor.visitSingularMessageField(value: v, fieldNumber: 3)
     }()
+    case .output?: try {
+      guard case .output(let v)? = self.kind else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 100)
+    }()
     case nil: break
     }
     try unknownFields.traverse(visitor: &visitor)
@@ -3932,6 +4115,56 @@ nonisolated extension Opq_V1_Report: SwiftProtobuf.Message, SwiftProtobuf._Messa
 
   public static func ==(lhs: Opq_V1_Report, rhs: Opq_V1_Report) -> Bool {
     if lhs.kind != rhs.kind {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Opq_V1_OutputChunk: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".OutputChunk"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}operation\0\u{1}attempt\0\u{1}stream\0\u{1}offset\0\u{1}frame\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularUInt64Field(value: &self.operation) }()
+      case 2: try { try decoder.decodeSingularUInt32Field(value: &self.attempt) }()
+      case 3: try { try decoder.decodeSingularEnumField(value: &self.stream) }()
+      case 4: try { try decoder.decodeSingularUInt64Field(value: &self.offset) }()
+      case 5: try { try decoder.decodeSingularUInt32Field(value: &self.frame) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if self.operation != 0 {
+      try visitor.visitSingularUInt64Field(value: self.operation, fieldNumber: 1)
+    }
+    if self.attempt != 0 {
+      try visitor.visitSingularUInt32Field(value: self.attempt, fieldNumber: 2)
+    }
+    if self.stream != .unspecified {
+      try visitor.visitSingularEnumField(value: self.stream, fieldNumber: 3)
+    }
+    if self.offset != 0 {
+      try visitor.visitSingularUInt64Field(value: self.offset, fieldNumber: 4)
+    }
+    if self.frame != 0 {
+      try visitor.visitSingularUInt32Field(value: self.frame, fieldNumber: 5)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Opq_V1_OutputChunk, rhs: Opq_V1_OutputChunk) -> Bool {
+    if lhs.operation != rhs.operation {return false}
+    if lhs.attempt != rhs.attempt {return false}
+    if lhs.stream != rhs.stream {return false}
+    if lhs.offset != rhs.offset {return false}
+    if lhs.frame != rhs.frame {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -4475,7 +4708,7 @@ nonisolated extension Opq_V1_Disconnect: SwiftProtobuf.Message, SwiftProtobuf._M
 
 nonisolated extension Opq_V1_ClientRequest: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".ClientRequest"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}request_id\0\u{1}submit\0\u{1}cancel\0\u{3}set_queue\0\u{3}set_priority\0\u{3}add_dependency\0\u{3}remove_dependency\0\u{3}list_queues\0\u{3}list_jobs\0\u{3}get_job\0\u{3}list_operations\0\u{3}get_operation\0\u{3}list_workers\0\u{1}watch\0\u{1}unwatch\0\u{1}wait\0\u{1}heartbeat\0\u{1}prune\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}request_id\0\u{1}submit\0\u{1}cancel\0\u{3}set_queue\0\u{3}set_priority\0\u{3}add_dependency\0\u{3}remove_dependency\0\u{3}list_queues\0\u{3}list_jobs\0\u{3}get_job\0\u{3}list_operations\0\u{3}get_operation\0\u{3}list_workers\0\u{1}watch\0\u{1}unwatch\0\u{1}wait\0\u{1}heartbeat\0\u{1}prune\0\u{4}R\u{1}read_output\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -4705,6 +4938,19 @@ nonisolated extension Opq_V1_ClientRequest: SwiftProtobuf.Message, SwiftProtobuf
           self.body = .prune(v)
         }
       }()
+      case 100: try {
+        var v: Opq_V1_ReadOutput?
+        var hadOneofValue = false
+        if let current = self.body {
+          hadOneofValue = true
+          if case .readOutput(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.body = .readOutput(v)
+        }
+      }()
       default: break
       }
     }
@@ -4787,6 +5033,10 @@ nonisolated extension Opq_V1_ClientRequest: SwiftProtobuf.Message, SwiftProtobuf
       guard case .prune(let v)? = self.body else { preconditionFailure() }
       try visitor.visitSingularMessageField(value: v, fieldNumber: 18)
     }()
+    case .readOutput?: try {
+      guard case .readOutput(let v)? = self.body else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 100)
+    }()
     case nil: break
     }
     try unknownFields.traverse(visitor: &visitor)
@@ -4795,6 +5045,51 @@ nonisolated extension Opq_V1_ClientRequest: SwiftProtobuf.Message, SwiftProtobuf
   public static func ==(lhs: Opq_V1_ClientRequest, rhs: Opq_V1_ClientRequest) -> Bool {
     if lhs.requestID != rhs.requestID {return false}
     if lhs.body != rhs.body {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Opq_V1_ReadOutput: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".ReadOutput"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}operation\0\u{1}stream\0\u{1}offset\0\u{3}max_bytes\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularUInt64Field(value: &self.operation) }()
+      case 2: try { try decoder.decodeSingularEnumField(value: &self.stream) }()
+      case 3: try { try decoder.decodeSingularUInt64Field(value: &self.offset) }()
+      case 4: try { try decoder.decodeSingularUInt32Field(value: &self.maxBytes) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if self.operation != 0 {
+      try visitor.visitSingularUInt64Field(value: self.operation, fieldNumber: 1)
+    }
+    if self.stream != .unspecified {
+      try visitor.visitSingularEnumField(value: self.stream, fieldNumber: 2)
+    }
+    if self.offset != 0 {
+      try visitor.visitSingularUInt64Field(value: self.offset, fieldNumber: 3)
+    }
+    if self.maxBytes != 0 {
+      try visitor.visitSingularUInt32Field(value: self.maxBytes, fieldNumber: 4)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Opq_V1_ReadOutput, rhs: Opq_V1_ReadOutput) -> Bool {
+    if lhs.operation != rhs.operation {return false}
+    if lhs.stream != rhs.stream {return false}
+    if lhs.offset != rhs.offset {return false}
+    if lhs.maxBytes != rhs.maxBytes {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -5642,7 +5937,7 @@ nonisolated extension Opq_V1_CoordinatorToClient: SwiftProtobuf.Message, SwiftPr
 
 nonisolated extension Opq_V1_Reply: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".Reply"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}request_id\0\u{1}error\0\u{1}done\0\u{1}submitted\0\u{1}cancelled\0\u{1}dependency\0\u{1}queues\0\u{1}jobs\0\u{1}job\0\u{1}operations\0\u{1}operation\0\u{1}workers\0\u{1}watching\0\u{1}waited\0\u{1}pruned\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}request_id\0\u{1}error\0\u{1}done\0\u{1}submitted\0\u{1}cancelled\0\u{1}dependency\0\u{1}queues\0\u{1}jobs\0\u{1}job\0\u{1}operations\0\u{1}operation\0\u{1}workers\0\u{1}watching\0\u{1}waited\0\u{1}pruned\0\u{2}U\u{1}output\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -5833,6 +6128,19 @@ nonisolated extension Opq_V1_Reply: SwiftProtobuf.Message, SwiftProtobuf._Messag
           self.result = .pruned(v)
         }
       }()
+      case 100: try {
+        var v: Opq_V1_OutputSlice?
+        var hadOneofValue = false
+        if let current = self.result {
+          hadOneofValue = true
+          if case .output(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.result = .output(v)
+        }
+      }()
       default: break
       }
     }
@@ -5903,6 +6211,10 @@ nonisolated extension Opq_V1_Reply: SwiftProtobuf.Message, SwiftProtobuf._Messag
       guard case .pruned(let v)? = self.result else { preconditionFailure() }
       try visitor.visitSingularMessageField(value: v, fieldNumber: 15)
     }()
+    case .output?: try {
+      guard case .output(let v)? = self.result else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 100)
+    }()
     case nil: break
     }
     try unknownFields.traverse(visitor: &visitor)
@@ -5911,6 +6223,66 @@ nonisolated extension Opq_V1_Reply: SwiftProtobuf.Message, SwiftProtobuf._Messag
   public static func ==(lhs: Opq_V1_Reply, rhs: Opq_V1_Reply) -> Bool {
     if lhs.requestID != rhs.requestID {return false}
     if lhs.result != rhs.result {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Opq_V1_OutputSlice: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".OutputSlice"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}frame\0\u{1}offset\0\u{3}spooled_bytes\0\u{3}total_bytes\0\u{1}complete\0\u{1}attempt\0\u{1}expired\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularUInt32Field(value: &self.frame) }()
+      case 2: try { try decoder.decodeSingularUInt64Field(value: &self.offset) }()
+      case 3: try { try decoder.decodeSingularUInt64Field(value: &self.spooledBytes) }()
+      case 4: try { try decoder.decodeSingularUInt64Field(value: &self.totalBytes) }()
+      case 5: try { try decoder.decodeSingularBoolField(value: &self.complete) }()
+      case 6: try { try decoder.decodeSingularUInt32Field(value: &self.attempt) }()
+      case 7: try { try decoder.decodeSingularBoolField(value: &self.expired) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if self.frame != 0 {
+      try visitor.visitSingularUInt32Field(value: self.frame, fieldNumber: 1)
+    }
+    if self.offset != 0 {
+      try visitor.visitSingularUInt64Field(value: self.offset, fieldNumber: 2)
+    }
+    if self.spooledBytes != 0 {
+      try visitor.visitSingularUInt64Field(value: self.spooledBytes, fieldNumber: 3)
+    }
+    if self.totalBytes != 0 {
+      try visitor.visitSingularUInt64Field(value: self.totalBytes, fieldNumber: 4)
+    }
+    if self.complete != false {
+      try visitor.visitSingularBoolField(value: self.complete, fieldNumber: 5)
+    }
+    if self.attempt != 0 {
+      try visitor.visitSingularUInt32Field(value: self.attempt, fieldNumber: 6)
+    }
+    if self.expired != false {
+      try visitor.visitSingularBoolField(value: self.expired, fieldNumber: 7)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Opq_V1_OutputSlice, rhs: Opq_V1_OutputSlice) -> Bool {
+    if lhs.frame != rhs.frame {return false}
+    if lhs.offset != rhs.offset {return false}
+    if lhs.spooledBytes != rhs.spooledBytes {return false}
+    if lhs.totalBytes != rhs.totalBytes {return false}
+    if lhs.complete != rhs.complete {return false}
+    if lhs.attempt != rhs.attempt {return false}
+    if lhs.expired != rhs.expired {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

@@ -1,0 +1,259 @@
+import Foundation
+import OPQClient
+import OPQCore
+import OPQWire
+
+/// Prints the commands' output of a job as it runs: `opq map` (always), `opq run` and
+/// `opq submit --wait` (with `--output`). Each operation's stdout goes to standard output and its stderr
+/// to standard error, complete and byte for byte, fetched from the coordinator's output spool one slice
+/// (1 MiB) at a time, so memory stays bounded however much a command writes.
+///
+/// Modes, as GNU parallel's:
+/// - ``Mode/group`` (parallel's default `--group`): an operation's output is printed when it finishes,
+///   stdout then stderr, never mixed with another's.
+/// - ``Mode/keepOrder`` (`-k`): grouped, and in input order (an operation waits for those before it).
+/// - ``Mode/lineBuffer`` (`--line-buffer`): whole lines are passed on while the commands run (polled every
+///   0.1 s); lines of different operations interleave, a line is never split.
+///
+/// `--tag` puts the operation's item and a tab before every line; `opq run` puts a `--- name (op-N) ---`
+/// header before each operation's output instead. Output that was not kept whole (over the spool's cap,
+/// or expired) is said so on standard error.
+final class OutputPrinter {
+    enum Mode {
+        case group
+        case keepOrder
+        case lineBuffer
+    }
+
+    /// Which operations' output to print (`--output`).
+    enum Selection: String, CaseIterable {
+        case all
+        case failed
+        case none
+    }
+
+    private struct Key: Hashable {
+        var id: UInt64
+        var stream: Opq_V1_OutputStream
+    }
+
+    /// Where one stream of one operation got to.
+    private struct Cursor {
+        var offset: UInt64 = 0
+        var atLineStart = true
+        var headed = false
+        /// Line buffering: bytes after the last newline, not printed yet (at most ``maxPendingLine``).
+        var pending: [UInt8] = []
+    }
+
+    private let connection: CoordinatorConnection
+    private let mode: Mode
+    private let selection: Selection
+    /// Operation ids in input order.
+    private let order: [UInt64]
+    /// `--tag`: the text before each line, by operation.
+    private let tags: [UInt64: String]?
+    /// `opq run`: the label of each operation's header.
+    private let headers: [UInt64: String]?
+    private let stdoutFD: Int32
+    private let stderrFD: Int32
+    private var cursors: [Key: Cursor] = [:]
+    private var done: Set<UInt64> = []
+    private var outcomes: [UInt64: Opq_V1_Outcome] = [:]
+    private var nextInOrder = 0
+    private var running: Set<UInt64> = []
+    private var lastPoll = Date.distantPast
+    private var failure: ClientError?
+
+    /// A line longer than this is passed on in pieces (line buffering).
+    static let maxPendingLine = 1 << 20
+
+    /// - Parameters:
+    ///   - order: the job's operation ids in input order.
+    ///   - stdoutFD: where operations' stdout goes (``takeStandardOutput()`` when the job's own messages
+    ///     must leave standard output).
+    init(connection: CoordinatorConnection, mode: Mode, selection: Selection = .all, order: [UInt64],
+         tags: [UInt64: String]? = nil, headers: [UInt64: String]? = nil, stdoutFD: Int32 = STDOUT_FILENO) {
+        self.connection = connection
+        self.mode = mode
+        self.selection = selection
+        self.order = order
+        self.tags = tags
+        self.headers = headers
+        self.stdoutFD = stdoutFD
+        self.stderrFD = STDERR_FILENO
+    }
+
+    /// Gives standard output to the commands alone: returns a descriptor on the original standard output
+    /// and points descriptor 1 at standard error, so progress lines and the summary (everything `print`
+    /// writes) go to standard error, as GNU parallel keeps its own messages off standard output.
+    static func takeStandardOutput() -> Int32 {
+        fflush(nil)
+        let original = dup(STDOUT_FILENO)
+        guard original >= 0 else { return STDOUT_FILENO }
+        dup2(STDERR_FILENO, STDOUT_FILENO)
+        return original
+    }
+
+    /// A start or finish of an operation of the job (``JobProgress/onChange``).
+    func changed(_ change: Opq_V1_OperationEvent) {
+        let id = change.operation
+        switch change.state {
+        case .executing where mode == .lineBuffer && !done.contains(id):
+            running.insert(id)
+        case .finished where outcomes[id] == nil:
+            outcomes[id] = change.outcome
+            running.remove(id)
+            switch mode {
+            case .group, .lineBuffer: emit(id)
+            case .keepOrder: emitInOrder()
+            }
+        default:
+            break
+        }
+    }
+
+    /// A turn of the follow loop: with line buffering, passes on the lines written since the last poll.
+    func turn() {
+        guard mode == .lineBuffer, !running.isEmpty, Date().timeIntervalSince(lastPoll) >= 0.1 else { return }
+        lastPoll = Date()
+        for id in running.sorted() {
+            pump(Key(id: id, stream: .stdout), final: false)
+            pump(Key(id: id, stream: .stderr), final: false)
+        }
+    }
+
+    /// The job finished: prints what was not printed yet, in input order.
+    func finish() {
+        for id in order where !done.contains(id) {
+            if outcomes[id] == nil { outcomes[id] = Opq_V1_Outcome.none }
+            emit(id)
+        }
+        fflush(nil)
+    }
+
+    private func emitInOrder() {
+        while nextInOrder < order.count, outcomes[order[nextInOrder]] != nil {
+            emit(order[nextInOrder])
+            nextInOrder += 1
+        }
+    }
+
+    /// Prints the rest of an operation's output (all of it unless line buffering printed some).
+    private func emit(_ id: UInt64) {
+        guard done.insert(id).inserted else { return }
+        if selection == .none || (selection == .failed && outcomes[id] == .succeeded) { return }
+        pump(Key(id: id, stream: .stdout), final: true)
+        pump(Key(id: id, stream: .stderr), final: true)
+    }
+
+    /// Copies what the coordinator holds of one stream from the cursor on; `final` also flushes a pending
+    /// partial line and says when the output was not kept whole.
+    private func pump(_ key: Key, final: Bool) {
+        guard failure == nil else { return }
+        var cursor = cursors[key] ?? Cursor()
+        do {
+            let copy = try connection.copyOutput(OperationID(key.id), key.stream, from: cursor.offset) { bytes in
+                deliver(bytes, key, &cursor)
+            }
+            cursor.offset = copy.offset
+            if final {
+                if !cursor.pending.isEmpty {
+                    let rest = cursor.pending
+                    cursor.pending = []
+                    write(rest, key, &cursor)
+                }
+                if copy.expired && cursor.offset == 0 {
+                    try printTail(key, &cursor)
+                } else if copy.isCut {
+                    note("\(streamName(key)) of \(label(key.id)) was cut: the coordinator kept its first \(copy.spooled) of \(copy.total) bytes (see opq logs)")
+                }
+                if headers != nil && !cursor.atLineStart { put([10], fd(key)) }
+            }
+        } catch {
+            failure = error
+            note("cannot fetch the output of \(label(key.id)): \(error)")
+        }
+        cursors[key] = final ? nil : cursor
+    }
+
+    /// Nothing is spooled (no output, or dropped): prints the tail the coordinator kept, if any.
+    private func printTail(_ key: Key, _ cursor: inout Cursor) throws(ClientError) {
+        let (info, raw) = try connection.operation(OperationID(key.id), includeOutput: true)
+        let tail = key.stream == .stdout ? info.stdout : info.stderr
+        let bytes = tail.bytes(in: raw)
+        if tail.totalBytes > UInt64(bytes.count) {
+            note("\(streamName(key)) of \(label(key.id)) is no longer kept whole: only its last \(bytes.count) of \(tail.totalBytes) bytes")
+        }
+        if !bytes.isEmpty { write(bytes, key, &cursor) }
+    }
+
+    private func deliver(_ bytes: [UInt8], _ key: Key, _ cursor: inout Cursor) {
+        guard mode == .lineBuffer else { return write(bytes, key, &cursor) }
+        cursor.pending.append(contentsOf: bytes)
+        if let last = cursor.pending.lastIndex(of: 10) {
+            let lines = Array(cursor.pending[...last])
+            cursor.pending.removeFirst(last + 1)
+            write(lines, key, &cursor)
+        }
+        if cursor.pending.count > Self.maxPendingLine {
+            let piece = cursor.pending
+            cursor.pending = []
+            write(piece, key, &cursor)
+        }
+    }
+
+    /// Writes bytes of one stream, with the header or the tags.
+    private func write(_ bytes: [UInt8], _ key: Key, _ cursor: inout Cursor) {
+        guard !bytes.isEmpty else { return }
+        let fd = fd(key)
+        if let headers, !cursor.headed {
+            cursor.headed = true
+            let name = headers[key.id].map { $0.isEmpty ? "op-\(key.id)" : "\($0) (op-\(key.id))" } ?? "op-\(key.id)"
+            put(Array("--- \(name)\(key.stream == .stderr ? " stderr" : "") ---\n".utf8), fd)
+        }
+        guard let tag = tags?[key.id] else {
+            put(bytes, fd)
+            cursor.atLineStart = bytes.last == 10
+            return
+        }
+        let prefix = Array((tag + "\t").utf8)
+        var out: [UInt8] = []
+        out.reserveCapacity(bytes.count + prefix.count * 4)
+        for byte in bytes {
+            if cursor.atLineStart { out.append(contentsOf: prefix) }
+            out.append(byte)
+            cursor.atLineStart = byte == 10
+        }
+        put(out, fd)
+    }
+
+    private func fd(_ key: Key) -> Int32 { key.stream == .stdout ? stdoutFD : stderrFD }
+
+    private func streamName(_ key: Key) -> String { key.stream == .stdout ? "stdout" : "stderr" }
+
+    private func label(_ id: UInt64) -> String {
+        if let name = headers?[id], !name.isEmpty { return "\(name) (op-\(id))" }
+        if let tag = tags?[id] { return "\(tag) (op-\(id))" }
+        return "op-\(id)"
+    }
+
+    private func note(_ text: String) {
+        fflush(nil)
+        put(Array("opq: \(text)\n".utf8), STDERR_FILENO)
+    }
+
+    /// Writes everything to `fd` (retrying short writes and EINTR).
+    private func put(_ bytes: [UInt8], _ fd: Int32) {
+        if fd == STDOUT_FILENO || fd == STDERR_FILENO { fflush(nil) }
+        var done = 0
+        while done < bytes.count {
+            let written = bytes.withUnsafeBytes { Foundation.write(fd, $0.baseAddress! + done, $0.count - done) }
+            if written < 0 {
+                if errno == EINTR { continue }
+                return
+            }
+            done += written
+        }
+    }
+}
