@@ -31,6 +31,8 @@ struct ForegroundJob {
     var started = Date()
     /// Print the end-of-job report (off when stdout carries JSON).
     var showsSummary = true
+    /// Called with every operation event (see ``JobProgress/onEvent``).
+    var onEvent: ((Opq_V1_OperationEvent) -> Void)?
 
     init(connection: CoordinatorConnection, receipt: Opq_V1_SubmitAccepted, specs: [OperationSpec], title: String,
          verbosity: JobProgress.Verbosity, onInterrupt: OnInterrupt, cluster: LocalCluster? = nil) {
@@ -54,9 +56,10 @@ struct ForegroundJob {
         let interactive = isatty(STDOUT_FILENO) == 1
         let progress = JobProgress(connection: connection, scope: .job(job), names: names,
                                    interactive: interactive, verbosity: verbosity)
+        progress.onEvent = onEvent
         do {
             // Nothing to show: a Wait costs the coordinator less than a stream of every transition.
-            let ending = verbosity == .nothing && !interactive ? try WaitCommand.blockUntilFinished(connection, job: job, isAlive: isAlive) : try progress.follow(isAlive: isAlive)
+            let ending = verbosity == .nothing && !interactive && onEvent == nil ? try WaitCommand.blockUntilFinished(connection, job: job, isAlive: isAlive) : try progress.follow(isAlive: isAlive)
             switch ending {
             case .finished:
                 let summary = try JobSummary.fetch(connection, job: job)

@@ -46,6 +46,8 @@ final class JobProgress {
     var announces = false
     /// Print JSON lines instead of text (`opq watch --json`).
     var emitsJSON = false
+    /// Called with every start and finish, before it is shown (`opq map --joblog`, `--halt`).
+    var onEvent: ((Opq_V1_OperationEvent) -> Void)?
     private var states: [UInt64: Opq_V1_OperationState] = [:]
     private var outcomes: [UInt64: Opq_V1_Outcome] = [:]
     private var lastSequence: UInt64?
@@ -164,6 +166,7 @@ final class JobProgress {
     }
 
     private func apply(_ change: Opq_V1_OperationEvent) {
+        onEvent?(change)
         let previous = states[change.operation]
         states[change.operation] = change.state
         if change.state == .finished { outcomes[change.operation] = change.outcome }
