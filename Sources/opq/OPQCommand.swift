@@ -22,6 +22,7 @@ struct OPQCommand: ParsableCommand {
               opq wait job-3 && echo all succeeded
               opq status job-3 --json
               opq cancel --job job-3
+              opq retry job-3                          # its failed and cancelled operations again
               opq list --state ready; opq show op-17; opq logs op-17
               opq suspend --queue encode; opq resume --queue encode
               opq queue set encode --max-concurrent 2
@@ -37,7 +38,7 @@ struct OPQCommand: ParsableCommand {
             """,
         version: OPQVersion.line,
         subcommands: [RunCommand.self, SubmitCommand.self, AddCommand.self, MapCommand.self, WatchCommand.self, WaitCommand.self, StatusCommand.self, ListCommand.self, ShowCommand.self,
-                      LogsCommand.self, CancelCommand.self, SuspendCommand.self, ResumeCommand.self, QueueCommand.self,
+                      LogsCommand.self, CancelCommand.self, RetryCommand.self, SuspendCommand.self, ResumeCommand.self, QueueCommand.self,
                       PriorityCommand.self, WorkersCommand.self,
                       PruneCommand.self]
     )
