@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import OPQJobFile
 import OPQVersion
 
 /// `opq`: run and manage Operation/OperationQueue work across processes and machines.
@@ -64,10 +65,33 @@ struct OPQCommand: ParsableCommand {
         return arguments.prefix(depth) + hoisted + arguments.dropFirst(depth)
     }
 
+    /// The first word when it is neither an option nor a subcommand (`opq stauts`), for a "did you mean".
+    static func unknownSubcommand(_ arguments: [String]) -> String? {
+        guard let first = arguments.first, !first.hasPrefix("-"), first != "help" else { return nil }
+        return commandNames.contains(first) ? nil : first
+    }
+
+    /// The subcommands' names, in `--help` order.
+    static var commandNames: [String] {
+        var names: [String] = []
+        for command in configuration.subcommands {
+            let configuration = command.configuration
+            if let name = configuration.commandName { names.append(name) }
+        }
+        return names
+    }
+
     /// Runs the command line, mapping argument errors to exit status 2 (not ArgumentParser's 64).
     static func main() {
+        let arguments = hoistingGlobalOptions(Array(CommandLine.arguments.dropFirst()))
+        if let unknown = unknownSubcommand(arguments) {
+            let names = commandNames + ["help"]
+            printError("opq: '\(unknown)' is not an opq command" + Suggestion.hint(for: unknown, among: names)
+                       + "; the commands are: " + names.joined(separator: ", "))
+            Foundation.exit(ExitStatus.usage.rawValue)
+        }
         do {
-            var command = try parseAsRoot(hoistingGlobalOptions(Array(CommandLine.arguments.dropFirst())))
+            var command = try parseAsRoot(arguments)
             try command.run()
         } catch let status as ExitStatus {
             Foundation.exit(status.rawValue)

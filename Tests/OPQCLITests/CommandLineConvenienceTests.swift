@@ -1,0 +1,59 @@
+import Foundation
+import Testing
+
+/// The smaller command-line items of issue 15: a mistyped subcommand, `add --after job-N`.
+@Suite(.serialized) struct CommandLineConvenienceTests {
+    @Test func aMistypedSubcommandSuggestsTheRightOneAndExits2() throws {
+        let scratch = try Scratch()
+        defer { scratch.remove() }
+        let typo = try Run("opq", ["stauts"], in: scratch)
+        #expect(typo.finish(within: 30) == 2)
+        #expect(typo.stderr.contains("'stauts' is not an opq command (did you mean 'status'?)"), "\(typo.stderr)")
+        let unknown = try Run("opq", ["frobnicate"], in: scratch)
+        #expect(unknown.finish(within: 30) == 2)
+        #expect(unknown.stderr.contains("the commands are: run, submit"), "\(unknown.stderr)")
+        let hoisted = try Run("opq", ["--coordinator", "ipc://\(scratch.path("none.sock"))", "retyr", "job-1"], in: scratch)
+        #expect(hoisted.finish(within: 30) == 2)
+        #expect(hoisted.stderr.contains("did you mean 'retry'?"), "\(hoisted.stderr)")
+    }
+
+    @Test func addAfterAJobDependsOnEveryOperationOfIt() throws {
+        let scratch = try Scratch()
+        defer { scratch.remove() }
+        let clients = "ipc://\(scratch.path("clients.sock"))"
+        let workers = "ipc://\(scratch.path("workers.sock"))"
+        let coordinator = try Run("opq-coordinator", ["--workers-endpoint", workers, "--clients-endpoint", clients], in: scratch)
+        let worker = try Run("opq-worker", ["--coordinator", workers, "--slots", "4"], in: scratch)
+        defer { worker.stop(); coordinator.stop() }
+        let environment = ["OPQ_COORDINATOR": clients]
+        // Both operations wait for the file `go`, so the job cannot finish before the test says so.
+        let gate = "while ! test -f \(scratch.path("go")); do sleep 0.05; done"
+        let file = try scratch.write("jobs.yaml", """
+            operations:
+              - {name: one, shell: "\(gate)"}
+              - {name: two, shell: "\(gate)"}
+            """)
+        let submit = try Run("opq", ["submit", file, "--json"], in: scratch, environment: environment)
+        #expect(submit.finish(within: 30) == 0, "\(submit.stderr)")
+        let receipt = try #require(try JSONSerialization.jsonObject(with: Data(submit.stdout.utf8)) as? [String: Any])
+        let job = try #require(receipt["job"] as? Int)
+        let ids = try #require(receipt["operations"] as? [[String: Any]]).compactMap { $0["id"] as? Int }
+
+        let add = try Run("opq", ["add", "--after", "job-\(job)", "--", "true"], in: scratch, environment: environment)
+        #expect(add.finish(within: 30) == 0, "\(add.stderr)")
+        let added = add.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        let show = try Run("opq", ["show", added, "--json"], in: scratch, environment: environment)
+        #expect(show.finish(within: 30) == 0, "\(show.stderr)")
+        let info = try #require(try JSONSerialization.jsonObject(with: Data(show.stdout.utf8)) as? [String: Any])
+        #expect(info["dependencies"] as? [Int] == ids)
+        #expect(info["state"] as? String == "pending")
+
+        FileManager.default.createFile(atPath: scratch.path("go"), contents: Data())
+        let wait = try Run("opq", ["wait", added, "--timeout", "60"], in: scratch, environment: environment)
+        #expect(wait.finish(within: 70) == 0, "\(wait.stdout)\(wait.stderr)")
+
+        let bad = try Run("opq", ["add", "--after", "queue-3", "--", "true"], in: scratch, environment: environment)
+        #expect(bad.finish(within: 30) == 2)
+        #expect(bad.stderr.contains("write op-N or job-N"))
+    }
+}
