@@ -85,8 +85,11 @@ struct ForegroundJob {
         case .detach:
             throw fail(.interrupted, "interrupted; job-\(job) goes on (cancel it with: opq cancel --job job-\(job))")
         case .cancel:
-            printError("opq: interrupted; cancelling job-\(job)" + (cluster == nil ? "" : " and stopping the local cluster"))
-            try? connection.request(timeout: 2) { $0.cancel.job = job }
+            // One line for the whole job, not one per cancelled operation.
+            let cancelled = (try? connection.request(timeout: 2) { $0.cancel.job = job })?.reply.cancelled.operations.count
+            printError("opq: interrupted; cancelling job-\(job)" + (cluster == nil ? "" : " and stopping the local cluster")
+                       + (cancelled.map { ": \($0) unfinished operation(s) cancelled" } ?? ""))
+            progress.isMuted = true
             // Give cancelled commands their kill grace to go; a second signal stops waiting.
             let grace = Double(LocalCluster.killGrace + 2)
             _ = try? progress.follow(signals: 2, deadline: Date().addingTimeInterval(grace), isAlive: isAlive)

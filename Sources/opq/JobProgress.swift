@@ -48,6 +48,8 @@ final class JobProgress {
     var emitsJSON = false
     /// Called with every start and finish, before it is shown (`opq map --joblog`, `--halt`).
     var onEvent: ((Opq_V1_OperationEvent) -> Void)?
+    /// Print no more permanent lines (after Ctrl-C, one summary line stands for the cancelled operations).
+    var isMuted = false
     private var states: [UInt64: Opq_V1_OperationState] = [:]
     private var outcomes: [UInt64: Opq_V1_Outcome] = [:]
     private var lastSequence: UInt64?
@@ -254,6 +256,7 @@ final class JobProgress {
 
     /// Prints a permanent line (above the updating line on a terminal).
     private func say(_ text: String) {
+        guard !isMuted else { return }
         if interactive && lineShown { print("\r\u{1B}[2K", terminator: "") }
         lineShown = false
         print("\(elapsed()) \(text)")
