@@ -33,6 +33,13 @@ struct SubmitCommand: ParsableCommand {
     @Flag(help: "Print {\"job\": ID, \"operations\": [{\"id\": ID, \"name\": NAME}, ...]} instead of the job id.")
     var json = false
 
+    @Flag(help: "With --wait: no progress lines, only the job id and the summary.")
+    var quiet = false
+
+    func validate() throws {
+        if quiet && !wait { throw ValidationError("--quiet quiets --wait's progress; add --wait") }
+    }
+
     func run() throws {
         let jobFile = try JobFileLoading.load(file)
         let connection = try Connection.open(global.endpoint)
@@ -61,6 +68,6 @@ struct SubmitCommand: ParsableCommand {
             return
         }
         try ForegroundJob(connection: connection, receipt: receipt, specs: specs, title: "job-\(receipt.job)",
-                          verbosity: .everything, onInterrupt: .detach).run()
+                          verbosity: quiet ? .nothing : .everything, onInterrupt: .detach).run()
     }
 }

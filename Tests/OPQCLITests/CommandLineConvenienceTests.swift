@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-/// The smaller command-line items of issue 15: a mistyped subcommand, `add --after job-N`.
+/// The smaller command-line items of issue 15: a mistyped subcommand, `add --after job-N`, `submit --wait --quiet`.
 @Suite(.serialized) struct CommandLineConvenienceTests {
     @Test func aMistypedSubcommandSuggestsTheRightOneAndExits2() throws {
         let scratch = try Scratch()
@@ -55,5 +55,23 @@ import Testing
         let bad = try Run("opq", ["add", "--after", "queue-3", "--", "true"], in: scratch, environment: environment)
         #expect(bad.finish(within: 30) == 2)
         #expect(bad.stderr.contains("write op-N or job-N"))
+    }
+
+    @Test func submitWaitQuietPrintsOnlyTheJobAndTheSummary() throws {
+        let scratch = try Scratch()
+        defer { scratch.remove() }
+        let clients = "ipc://\(scratch.path("clients.sock"))"
+        let workers = "ipc://\(scratch.path("workers.sock"))"
+        let coordinator = try Run("opq-coordinator", ["--workers-endpoint", workers, "--clients-endpoint", clients], in: scratch)
+        let worker = try Run("opq-worker", ["--coordinator", workers, "--slots", "2"], in: scratch)
+        defer { worker.stop(); coordinator.stop() }
+        let file = try scratch.write("jobs.yaml", "operations:\n  - {name: good, command: [\"true\"]}\n  - {name: bad, command: [\"false\"]}\n")
+        let quiet = try Run("opq", ["submit", file, "--wait", "--quiet"], in: scratch, environment: ["OPQ_COORDINATOR": clients])
+        #expect(quiet.finish(within: 60) == 1, "\(quiet.stdout)\(quiet.stderr)")
+        #expect(quiet.stdout.hasPrefix("job-1\n"), "\(quiet.stdout)")
+        #expect(quiet.stdout.contains("2 operations in") && quiet.stdout.contains("failed bad"), "\(quiet.stdout)")
+        #expect(!quiet.stdout.contains("started "), "no progress lines: \(quiet.stdout)")
+        let alone = try Run("opq", ["submit", file, "--quiet"], in: scratch, environment: ["OPQ_COORDINATOR": clients])
+        #expect(alone.finish(within: 30) == 2)
     }
 }
