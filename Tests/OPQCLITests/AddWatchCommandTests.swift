@@ -4,7 +4,7 @@ import Testing
 /// `opq add`, `opq map` and `opq watch` against a running coordinator and worker.
 @Suite(.serialized) struct AddWatchCommandTests {
     /// A coordinator and one worker on ipc:// in `scratch`; stopped by the caller.
-    private struct Cluster {
+    struct Cluster {  // also used by RetryCommandTests and CommandLineConvenienceTests
         let coordinator: Run
         let worker: Run
         let environment: [String: String]

@@ -20,12 +20,8 @@ import Testing
     @Test func addAfterAJobDependsOnEveryOperationOfIt() throws {
         let scratch = try Scratch()
         defer { scratch.remove() }
-        let clients = "ipc://\(scratch.path("clients.sock"))"
-        let workers = "ipc://\(scratch.path("workers.sock"))"
-        let coordinator = try Run("opq-coordinator", ["--workers-endpoint", workers, "--clients-endpoint", clients], in: scratch)
-        let worker = try Run("opq-worker", ["--coordinator", workers, "--slots", "4"], in: scratch)
-        defer { worker.stop(); coordinator.stop() }
-        let environment = ["OPQ_COORDINATOR": clients]
+        let cluster = try AddWatchCommandTests.Cluster(scratch)
+        defer { cluster.stop() }
         // Both operations wait for the file `go`, so the job cannot finish before the test says so.
         let gate = "while ! test -f \(scratch.path("go")); do sleep 0.05; done"
         let file = try scratch.write("jobs.yaml", """
@@ -33,45 +29,41 @@ import Testing
               - {name: one, shell: "\(gate)"}
               - {name: two, shell: "\(gate)"}
             """)
-        let submit = try Run("opq", ["submit", file, "--json"], in: scratch, environment: environment)
-        #expect(submit.finish(within: 30) == 0, "\(submit.stderr)")
+        let submit = try cluster.opq(["submit", file, "--json"])
+        #expect(submit.status == 0, "\(submit.stderr)")
         let receipt = try #require(try JSONSerialization.jsonObject(with: Data(submit.stdout.utf8)) as? [String: Any])
         let job = try #require(receipt["job"] as? Int)
         let ids = try #require(receipt["operations"] as? [[String: Any]]).compactMap { $0["id"] as? Int }
 
-        let add = try Run("opq", ["add", "--after", "job-\(job)", "--", "true"], in: scratch, environment: environment)
-        #expect(add.finish(within: 30) == 0, "\(add.stderr)")
+        let add = try cluster.opq(["add", "--after", "job-\(job)", "--", "true"])
+        #expect(add.status == 0, "\(add.stderr)")
         let added = add.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
-        let show = try Run("opq", ["show", added, "--json"], in: scratch, environment: environment)
-        #expect(show.finish(within: 30) == 0, "\(show.stderr)")
+        let show = try cluster.opq(["show", added, "--json"])
+        #expect(show.status == 0, "\(show.stderr)")
         let info = try #require(try JSONSerialization.jsonObject(with: Data(show.stdout.utf8)) as? [String: Any])
         #expect(info["dependencies"] as? [Int] == ids)
         #expect(info["state"] as? String == "pending")
 
         FileManager.default.createFile(atPath: scratch.path("go"), contents: Data())
-        let wait = try Run("opq", ["wait", added, "--timeout", "60"], in: scratch, environment: environment)
-        #expect(wait.finish(within: 70) == 0, "\(wait.stdout)\(wait.stderr)")
+        let wait = try cluster.opq(["wait", added, "--timeout", "60"], within: 70)
+        #expect(wait.status == 0, "\(wait.stdout)\(wait.stderr)")
 
-        let bad = try Run("opq", ["add", "--after", "queue-3", "--", "true"], in: scratch, environment: environment)
-        #expect(bad.finish(within: 30) == 2)
+        let bad = try cluster.opq(["add", "--after", "queue-3", "--", "true"])
+        #expect(bad.status == 2)
         #expect(bad.stderr.contains("write op-N or job-N"))
     }
 
     @Test func submitWaitQuietPrintsOnlyTheJobAndTheSummary() throws {
         let scratch = try Scratch()
         defer { scratch.remove() }
-        let clients = "ipc://\(scratch.path("clients.sock"))"
-        let workers = "ipc://\(scratch.path("workers.sock"))"
-        let coordinator = try Run("opq-coordinator", ["--workers-endpoint", workers, "--clients-endpoint", clients], in: scratch)
-        let worker = try Run("opq-worker", ["--coordinator", workers, "--slots", "2"], in: scratch)
-        defer { worker.stop(); coordinator.stop() }
+        let cluster = try AddWatchCommandTests.Cluster(scratch)
+        defer { cluster.stop() }
         let file = try scratch.write("jobs.yaml", "operations:\n  - {name: good, command: [\"true\"]}\n  - {name: bad, command: [\"false\"]}\n")
-        let quiet = try Run("opq", ["submit", file, "--wait", "--quiet"], in: scratch, environment: ["OPQ_COORDINATOR": clients])
-        #expect(quiet.finish(within: 60) == 1, "\(quiet.stdout)\(quiet.stderr)")
+        let quiet = try cluster.opq(["submit", file, "--wait", "--quiet"], within: 60)
+        #expect(quiet.status == 1, "\(quiet.stdout)\(quiet.stderr)")
         #expect(quiet.stdout.hasPrefix("job-1\n"), "\(quiet.stdout)")
         #expect(quiet.stdout.contains("2 operations in") && quiet.stdout.contains("failed bad"), "\(quiet.stdout)")
         #expect(!quiet.stdout.contains("started "), "no progress lines: \(quiet.stdout)")
-        let alone = try Run("opq", ["submit", file, "--quiet"], in: scratch, environment: ["OPQ_COORDINATOR": clients])
-        #expect(alone.finish(within: 30) == 2)
+        #expect(try cluster.opq(["submit", file, "--quiet"]).status == 2)
     }
 }

@@ -7,12 +7,8 @@ import Testing
     @Test func retryResubmitsFailedAndCancelledWithTheirDependants() throws {
         let scratch = try Scratch()
         defer { scratch.remove() }
-        let clients = "ipc://\(scratch.path("clients.sock"))"
-        let workers = "ipc://\(scratch.path("workers.sock"))"
-        let coordinator = try Run("opq-coordinator", ["--workers-endpoint", workers, "--clients-endpoint", clients], in: scratch)
-        let worker = try Run("opq-worker", ["--coordinator", workers, "--slots", "2"], in: scratch)
-        defer { worker.stop(); coordinator.stop() }
-        let environment = ["OPQ_COORDINATOR": clients]
+        let cluster = try AddWatchCommandTests.Cluster(scratch)
+        defer { cluster.stop() }
         // build fails until `fixed` exists; package needs its success; docs and lint succeed; lint runs after build whatever happens.
         let file = try scratch.write("jobs.yaml", """
             defaults:
@@ -34,13 +30,13 @@ import Testing
               - name: docs
                 shell: echo run >> docs.count
             """)
-        let submit = try Run("opq", ["submit", file, "--wait"], in: scratch, environment: environment)
-        #expect(submit.finish(within: 60) == 1, "\(submit.stdout)\(submit.stderr)")
+        let submit = try cluster.opq(["submit", file, "--wait"], within: 60)
+        #expect(submit.status == 1, "\(submit.stdout)\(submit.stderr)")
         let job = try #require(submit.stdout.split(separator: "\n").first.map(String.init))
 
         FileManager.default.createFile(atPath: scratch.path("fixed"), contents: Data())
-        let retry = try Run("opq", ["retry", job, "--wait"], in: scratch, environment: environment)
-        #expect(retry.finish(within: 60) == 0, "\(retry.stdout)\(retry.stderr)")
+        let retry = try cluster.opq(["retry", job, "--wait"], within: 60)
+        #expect(retry.status == 0, "\(retry.stdout)\(retry.stderr)")
         #expect(retry.stdout.contains("retrying 2 operation(s) of \(job) as a new job"), "\(retry.stdout)")
         #expect(retry.stdout.contains("build (op-") && retry.stdout.contains("package (op-"), "\(retry.stdout)")
         for (name, count) in [("prepare", 1), ("build", 1), ("package", 1), ("lint", 1), ("docs", 1)] {
@@ -49,10 +45,9 @@ import Testing
         }
 
         // Only the cancelled one: package alone, its edge to the old failed build kept (by id).
-        let none = try Run("opq", ["retry", job, "--cancelled"], in: scratch, environment: environment)
-        #expect(none.finish(within: 30) == 0, "\(none.stdout)\(none.stderr)")
+        let none = try cluster.opq(["retry", job, "--cancelled"])
+        #expect(none.status == 0, "\(none.stdout)\(none.stderr)")
         #expect(none.stdout.contains("retrying 1 operation(s)"), "\(none.stdout)")
-        let bad = try Run("opq", ["retry", "nonsense"], in: scratch, environment: environment)
-        #expect(bad.finish(within: 30) == 2)
+        #expect(try cluster.opq(["retry", "nonsense"]).status == 2)
     }
 }
