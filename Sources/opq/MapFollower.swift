@@ -78,15 +78,15 @@ final class MapFollower {
                                   signal: event.hasSignal ? event.signal : nil)
         halt = tracker
         guard let when else { return }
-        let item = items[id].map { "item \($0.seq) (\(Joblog.quoted($0.command)))" } ?? "op-\(id)"
+        let item = items[id].map { "item \($0.seq) (\($0.command))" } ?? "op-\(id)"
         switch when {
         case .now:
-            printError("opq map: --halt \(haltSpelling): halting after \(item); cancelling job-\(job)")
+            printError("opq map: --halt \(haltSpelling) after \(item): cancelling job-\(job)")
             try? connection.request(timeout: 5) { $0.cancel.job = job }
         case .soon:
             let waiting = operations.filter { starts[$0] == nil && !finished.contains($0) }
             let running = operations.count - waiting.count - finished.count
-            printError("opq map: --halt \(haltSpelling): halting after \(item); starting no more, waiting for \(running) running")
+            printError("opq map: --halt \(haltSpelling) after \(item): starting no more commands, waiting for \(running) running")
             for operation in waiting { try? connection.request(timeout: 5) { $0.cancel.operation = operation } }
         }
     }

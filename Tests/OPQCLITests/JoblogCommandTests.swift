@@ -84,6 +84,18 @@ import Testing
         #expect(try joblog(scratch.path("opq.log")).count == 7)
     }
 
+    @Test func onACoordinatorTheHostIsTheWorkerThatRanTheCommand() throws {
+        let scratch = try Scratch()
+        defer { scratch.remove() }
+        let cluster = try AddWatchCommandTests.Cluster(scratch)  // one worker, named w1 (parallel -q writes '=' quoted too)
+        defer { cluster.stop() }
+        let run = try cluster.opq(["map", "--quiet", "--joblog", scratch.path("remote.log"), "--", "test", "{}", "=", "a", ":::", "a", "b"], within: 60)
+        #expect(run.status == 1, "\(run.stdout)\(run.stderr)")
+        let lines = try joblog(scratch.path("remote.log")).sorted { $0.seq < $1.seq }
+        #expect(lines == [Line(seq: "1", host: "w1", exitval: "0", signal: "0", command: "test a '=' a"),
+                          Line(seq: "2", host: "w1", exitval: "1", signal: "0", command: "test b '=' a")])
+    }
+
     @Test func haltEndsWhereParallelEndsWithItsExitStatus() throws {
         let scratch = try Scratch()
         defer { scratch.remove() }
