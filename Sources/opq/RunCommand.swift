@@ -46,10 +46,10 @@ struct RunCommand: ParsableCommand {
 
     func run() throws {
         let jobFile = try JobFileLoading.load(file)
-        let record = RunResume(file: file, jobFile: jobFile)
-        guard let submission = try record.submission(jobFile.submission, resuming: resume) else { return }
         SignalTrap.install()
         let started = Date()
+        let record = RunResume(file: file, jobFile: jobFile)
+        guard let submission = try record.submission(jobFile.submission, resuming: resume) else { return }
         let (cluster, connection) = try LocalCluster.startConnected(workers: workers, slots: slots ?? ProcessInfo.processInfo.activeProcessorCount)
         defer { cluster.stop() }
 

@@ -30,15 +30,15 @@ struct SubmitCommand: ParsableCommand {
     @Flag(help: "Wait until the job has finished; exit 0 only if every operation succeeded.")
     var wait = false
 
-    @Flag(help: "Print {\"job\": ID, \"operations\": [{\"id\": ID, \"name\": NAME}, ...]} instead of the job id.")
-    var json = false
-
     @Flag(help: "With --wait: no progress lines, only the job id and the summary.")
     var quiet = false
 
     func validate() throws {
         if quiet && !wait { throw ValidationError("--quiet quiets --wait's progress; add --wait") }
     }
+
+    @Flag(help: "Print {\"job\": ID, \"operations\": [{\"id\": ID, \"name\": NAME}, ...]} instead of the job id.")
+    var json = false
 
     func run() throws {
         let jobFile = try JobFileLoading.load(file)
