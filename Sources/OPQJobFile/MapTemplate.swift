@@ -92,6 +92,23 @@ public struct MapTemplate: Sendable, Equatable {
         return .shell(slotPrelude + (usesShell ? script : "exec " + script))
     }
 
+    /// One operation's command line as GNU parallel writes it in a joblog (``Joblog``): with a shell the
+    /// script, values quoted as parallel quotes them; without, every argv word quoted so (as `parallel -q`).
+    /// `{%}` stays `{%}` (its value is known only when the command starts).
+    public func commandLine(for arguments: [String], sequence: Int) -> String {
+        let expanded = words.flatMap { Self.expand($0, arguments, sequence: sequence) }
+        guard usesShell else { return expanded.map { Joblog.quoted($0.map(\.plainText).joined()) }.joined(separator: " ") }
+        return expanded.map { word in
+            word.map { fragment in
+                switch fragment {
+                case .code(let text): text
+                case .value(let text): Joblog.quoted(text)
+                case .slot: "{%}"
+                }
+            }.joined()
+        }.joined(separator: " ")
+    }
+
     /// A piece of an expanded word.
     private enum Fragment {
         case code(String), value(String), slot

@@ -1,7 +1,7 @@
 /// "Did you mean" hints for misspelt names.
-enum Suggestion {
+public enum Suggestion {
     /// The candidate closest to `word` by edit distance, if it is close enough to be a likely typo.
-    static func closest<S: Sequence<String>>(to word: String, among candidates: S) -> String? {
+    public static func closest<S: Sequence<String>>(to word: String, among candidates: S) -> String? {
         let limit = max(1, min(3, word.count / 3))
         var best: (name: String, distance: Int)?
         for candidate in candidates {
@@ -12,7 +12,7 @@ enum Suggestion {
     }
 
     /// " (did you mean 'x'?)" or "".
-    static func hint<S: Sequence<String>>(for word: String, among candidates: S) -> String {
+    public static func hint<S: Sequence<String>>(for word: String, among candidates: S) -> String {
         closest(to: word, among: candidates).map { " (did you mean '\($0)'?)" } ?? ""
     }
 

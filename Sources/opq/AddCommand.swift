@@ -20,6 +20,7 @@ struct AddCommand: ParsableCommand {
               opq add --queue encode --priority high --timeout 600 --retries 2 -- ffmpeg -i in.mov out.mp4
               opq add --shell -- 'make -j2 > build.log 2>&1'
               opq add --after op-3 --after op-4 --name both-done     # an empty join point
+              opq add --after job-7 -- ./report.sh                    # after every operation of job-7
               opq add --wait -- ./check.sh && echo passed
 
             Exit status: 0 added (with --wait: it succeeded); 1 with --wait: it failed or was cancelled; 2 usage error or refused (unknown dependency, …), nothing added; 3 cannot reach the coordinator.
@@ -33,7 +34,7 @@ struct AddCommand: ParsableCommand {
     @Option(help: ArgumentHelp("A name for display and lists.", valueName: "name"))
     var name = ""
 
-    @Option(help: ArgumentHelp("An operation (op-N or N) that must finish first; repeat for several.", valueName: "op"))
+    @Option(help: ArgumentHelp("An operation (op-N or N), or every operation of a job (job-N), that must finish first; repeat for several.", valueName: "op"))
     var after: [String] = []
 
 
@@ -63,11 +64,13 @@ struct AddCommand: ParsableCommand {
     func run() throws {
         var spec = try operation.spec(requires: requires)
         spec.name = name
+        var afterJobs: [JobID] = []
         for text in after {
-            guard let target = TargetID(text, bare: { .operation(OperationID($0)) }), case .operation(let id) = target else {
-                throw fail(.usage, "--after '\(text)' is not an operation id (write op-N)")
+            switch TargetID(text, bare: { .operation(OperationID($0)) }) {
+            case .operation(let id)?: spec.dependencies.append(.id(id))
+            case .job(let job)?: afterJobs.append(job)
+            case nil: throw fail(.usage, "--after '\(text)' is neither an operation nor a job id (write op-N or job-N)")
             }
-            spec.dependencies.append(.id(id))
         }
         for label in labels {
             let parts = label.split(separator: "=", maxSplits: 1)
@@ -86,6 +89,13 @@ struct AddCommand: ParsableCommand {
         let connection = try Connection.open(global.endpoint)
         let receipt: Opq_V1_SubmitAccepted
         do {
+            for job in afterJobs {  // a whole job: every operation of it (a job is one atomic batch)
+                let operations = try connection.request {
+                    $0.getJob.job = job.rawValue
+                    $0.getJob.includeOperations = true
+                }.reply.job.details.map(\.id)
+                spec.dependencies += operations.map { .id(OperationID($0)) }
+            }
             receipt = try connection.submit(Submission([spec]))
         } catch {
             throw Connection.status(for: error)

@@ -33,6 +33,8 @@ struct ForegroundJob {
     var showsSummary = true
     /// Prints the operations' output as they finish (`opq map`, `--output`).
     var output: OutputPrinter?
+    /// Called with every operation event (see ``JobProgress/onEvent``).
+    var onEvent: ((Opq_V1_OperationEvent) -> Void)?
 
     init(connection: CoordinatorConnection, receipt: Opq_V1_SubmitAccepted, specs: [OperationSpec], title: String,
          verbosity: JobProgress.Verbosity, onInterrupt: OnInterrupt, cluster: LocalCluster? = nil) {
@@ -56,13 +58,14 @@ struct ForegroundJob {
         let interactive = isatty(STDOUT_FILENO) == 1
         let progress = JobProgress(connection: connection, scope: .job(job), names: names,
                                    interactive: interactive, verbosity: verbosity)
+        progress.onEvent = onEvent
         do {
             // Nothing to show: a Wait costs the coordinator less than a stream of every transition.
             if let output {
                 progress.onChange = { output.changed($0) }
                 progress.onTurn = { output.turn() }
             }
-            let ending = verbosity == .nothing && !interactive && output == nil ? try WaitCommand.blockUntilFinished(connection, job: job, isAlive: isAlive) : try progress.follow(isAlive: isAlive)
+            let ending = verbosity == .nothing && !interactive && output == nil && onEvent == nil ? try WaitCommand.blockUntilFinished(connection, job: job, isAlive: isAlive) : try progress.follow(isAlive: isAlive)
             switch ending {
             case .finished:
                 output?.finish()
@@ -89,8 +92,11 @@ struct ForegroundJob {
         case .detach:
             throw fail(.interrupted, "interrupted; job-\(job) goes on (cancel it with: opq cancel --job job-\(job))")
         case .cancel:
-            printError("opq: interrupted; cancelling job-\(job)" + (cluster == nil ? "" : " and stopping the local cluster"))
-            try? connection.request(timeout: 2) { $0.cancel.job = job }
+            // One line for the whole job, not one per cancelled operation.
+            let cancelled = (try? connection.request(timeout: 2) { $0.cancel.job = job })?.reply.cancelled.operations.count
+            printError("opq: interrupted; cancelling job-\(job)" + (cluster == nil ? "" : " and stopping the local cluster")
+                       + (cancelled.map { ": \($0) unfinished operation(s) cancelled" } ?? ""))
+            progress.isMuted = true
             // Give cancelled commands their kill grace to go; a second signal stops waiting.
             let grace = Double(LocalCluster.killGrace + 2)
             _ = try? progress.follow(signals: 2, deadline: Date().addingTimeInterval(grace), isAlive: isAlive)

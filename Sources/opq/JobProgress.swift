@@ -50,6 +50,10 @@ final class JobProgress {
     var onChange: ((Opq_V1_OperationEvent) -> Void)?
     /// Called on every turn of ``follow(signals:deadline:isAlive:)``, at least every 0.2 s.
     var onTurn: (() -> Void)?
+    /// Called with every start and finish, before it is shown (`opq map --joblog`, `--halt`).
+    var onEvent: ((Opq_V1_OperationEvent) -> Void)?
+    /// Print no more permanent lines (after Ctrl-C, one summary line stands for the cancelled operations).
+    var isMuted = false
     private var states: [UInt64: Opq_V1_OperationState] = [:]
     private var outcomes: [UInt64: Opq_V1_Outcome] = [:]
     private var lastSequence: UInt64?
@@ -169,6 +173,7 @@ final class JobProgress {
     }
 
     private func apply(_ change: Opq_V1_OperationEvent) {
+        onEvent?(change)
         let previous = states[change.operation]
         states[change.operation] = change.state
         if change.state == .finished { outcomes[change.operation] = change.outcome }
@@ -257,6 +262,7 @@ final class JobProgress {
 
     /// Prints a permanent line (above the updating line on a terminal).
     private func say(_ text: String) {
+        guard !isMuted else { return }
         if interactive && lineShown { print("\r\u{1B}[2K", terminator: "") }
         lineShown = false
         print("\(elapsed()) \(text)")

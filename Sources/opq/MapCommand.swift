@@ -38,7 +38,11 @@ struct MapCommand: ParsableCommand {
               ls logs/*.log | opq map --shell -- 'gzip -c {} > archive/{/}.gz'
               opq map --no-wait --json -- sha256sum {} < files.txt  # to a coordinator
 
-            Exit status: 0 every operation succeeded; 1 some failed or were cancelled; 2 usage error (nothing ran); 3 cannot reach the coordinator (or start the local cluster); 130 interrupted.
+            As GNU parallel: --joblog FILE writes parallel's joblog (one line per finished command, same columns and formats; Send and Receive are 0); --resume skips the items already in it (by Seq, so the input and command must be unchanged) and --resume-failed reruns those that failed, both appending. --halt now,fail=1 cancels the running commands at the first failure; soon,fail=N lets them finish and starts no more; also fail=N%, success=N, done=N. Commands cancelled by a halt get no joblog line, as in parallel:
+              opq map --local 8 --joblog run.log -- ./process {} < items
+              opq map --local 8 --joblog run.log --resume-failed -- ./process {} < items
+
+            Exit status: 0 every operation succeeded; 1 some failed or were cancelled; 2 usage error (nothing ran); 3 cannot reach the coordinator (or start the local cluster); 130 interrupted. With --halt, parallel's: the failing command's status for fail=1, the number of failures (at most 101) for fail=N, the percentage failed for fail=N%, 0 once success=N is met.
             """
     )
 
@@ -47,6 +51,8 @@ struct MapCommand: ParsableCommand {
     @OptionGroup(title: "Operation options") var operation: OperationOptions
 
     @OptionGroup(title: "Output (each operation's stdout to stdout, stderr to stderr, grouped as it finishes)") var output: MapOutputOptions
+
+    @OptionGroup(title: "Joblog, reruns and halting (as GNU parallel)") var reruns: MapRerunOptions
 
     @Option(help: ArgumentHelp("Run on a private local cluster that runs n commands at a time, instead of a running coordinator.", valueName: "n"))
     var local: Int?
@@ -79,6 +85,7 @@ struct MapCommand: ParsableCommand {
         if let local, !(1...Limits.maxSlots).contains(local) { throw ValidationError("--local must be from 1 to \(Limits.maxSlots)") }
         if local != nil && noWait { throw ValidationError("--no-wait needs a running coordinator; it cannot be used with --local") }
         if quiet && verbose { throw ValidationError("--quiet and --verbose contradict each other") }
+        if noWait && (reruns.joblog != nil || reruns.halt != nil) { throw ValidationError("--joblog and --halt follow the run; they cannot be used with --no-wait") }
         if !(1...Limits.maxListEntries).contains(maxArgs) { throw ValidationError("-n must be from 1 to \(Limits.maxListEntries)") }
     }
 
@@ -118,8 +125,15 @@ struct MapCommand: ParsableCommand {
             slots = SlotLocks(directory: cluster.directory + "/slots", count: local)
             try? FileManager.default.createDirectory(atPath: cluster.directory + "/slots", withIntermediateDirectories: true)
         }
-        let submission = Submission(template.operations(for: arguments, base: base, workingDirectory: operation.workingDirectory,
-                                                        slots: slots))
+        let all = template.operations(for: arguments, base: base, workingDirectory: operation.workingDirectory, slots: slots)
+        let done = try reruns.done()
+        let kept = all.indices.filter { !done.contains($0 + 1) }  // by sequence number, {#}
+        guard !kept.isEmpty else {
+            printError("opq map: every item is in the joblog \(reruns.joblog ?? "") already; nothing to run")
+            return
+        }
+        let submission = Submission(kept.map { all[$0] })
+        let joblog = try reruns.openJoblog()
         let receipt: Opq_V1_SubmitAccepted
         do {
             receipt = try connection.submit(submission)
@@ -136,8 +150,13 @@ struct MapCommand: ParsableCommand {
                                        title: "opq map", verbosity: quiet || json ? .nothing : verbose ? .everything : .failures,
                                        onInterrupt: .cancel, cluster: cluster)
         foreground.started = started
-        if json { foreground.showsSummary = false } else { foreground.output = output.printer(connection, receipt: receipt, items: arguments) }
-        try foreground.run()
+        if json { foreground.showsSummary = false } else { foreground.output = output.printer(connection, receipt: receipt, items: kept.map { arguments[$0] }) }
+        let follower = MapFollower(connection: connection, receipt: receipt,
+                                   items: kept.map { ($0 + 1, template.commandLine(for: arguments[$0], sequence: $0 + 1)) },
+                                   localHost: local != nil, joblog: joblog, halt: try? reruns.haltPolicy(), haltSpelling: reruns.halt)
+        if follower.isNeeded { foreground.onEvent = follower.observe }
+        do { try foreground.run() } catch { throw follower.ending(error) }
+        throw follower.ending(.success)
     }
 
     /// The values of each input source: standard input when there is none (see ``MapInput``).

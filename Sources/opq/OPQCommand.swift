@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import OPQJobFile
 import OPQVersion
 
 /// `opq`: run and manage Operation/OperationQueue work across processes and machines.
@@ -22,6 +23,7 @@ struct OPQCommand: ParsableCommand {
               opq wait job-3 && echo all succeeded
               opq status job-3 --json
               opq cancel --job job-3
+              opq retry job-3                          # its failed and cancelled operations again
               opq list --state ready; opq show op-17; opq logs op-17
               opq suspend --queue encode; opq resume --queue encode
               opq queue set encode --max-concurrent 2
@@ -39,7 +41,7 @@ struct OPQCommand: ParsableCommand {
             """,
         version: OPQVersion.line,
         subcommands: [RunCommand.self, SubmitCommand.self, AddCommand.self, MapCommand.self, WatchCommand.self, WaitCommand.self, StatusCommand.self, ListCommand.self, ShowCommand.self,
-                      LogsCommand.self, CancelCommand.self, SuspendCommand.self, ResumeCommand.self, QueueCommand.self,
+                      LogsCommand.self, CancelCommand.self, RetryCommand.self, SuspendCommand.self, ResumeCommand.self, QueueCommand.self,
                       PriorityCommand.self, WorkersCommand.self,
                       PruneCommand.self, KeysCommand.self]
     )
@@ -68,10 +70,33 @@ struct OPQCommand: ParsableCommand {
     /// The options of ``GlobalOptions``, which may come before the subcommand.
     static let globalOptionNames = ["--coordinator", "--server-key", "--curve-key"]
 
+    /// The first word when it is neither an option nor a subcommand (`opq stauts`), for a "did you mean".
+    static func unknownSubcommand(_ arguments: [String]) -> String? {
+        guard let first = arguments.first, !first.hasPrefix("-"), first != "help" else { return nil }
+        return commandNames.contains(first) ? nil : first
+    }
+
+    /// The subcommands' names, in `--help` order.
+    static var commandNames: [String] {
+        var names: [String] = []
+        for command in configuration.subcommands {
+            let configuration = command.configuration
+            if let name = configuration.commandName { names.append(name) }
+        }
+        return names
+    }
+
     /// Runs the command line, mapping argument errors to exit status 2 (not ArgumentParser's 64).
     static func main() {
+        let arguments = hoistingGlobalOptions(Array(CommandLine.arguments.dropFirst()))
+        if let unknown = unknownSubcommand(arguments) {
+            let names = commandNames + ["help"]
+            printError("opq: '\(unknown)' is not an opq command" + Suggestion.hint(for: unknown, among: names)
+                       + "; the commands are: " + names.joined(separator: ", "))
+            Foundation.exit(ExitStatus.usage.rawValue)
+        }
         do {
-            var command = try parseAsRoot(hoistingGlobalOptions(Array(CommandLine.arguments.dropFirst())))
+            var command = try parseAsRoot(arguments)
             try command.run()
         } catch let status as ExitStatus {
             Foundation.exit(status.rawValue)

@@ -20,8 +20,11 @@ struct RunCommand: ParsableCommand {
               opq run jobs.yaml --workers 4 --slots 2
               opq run jobs.json > run.log     # plain lines when not a terminal
               opq run jobs.yaml --output all  # every operation's output, under a header each
+              opq run jobs.yaml --resume      # only what did not succeed last time, and its dependants
 
             Output: the complete stdout and stderr of each operation that did not succeed is printed when it finishes (--output failed, the default), under a '--- name (op-N) ---' header; --output all prints every operation's, --output none none (opq logs OP prints it later, while the coordinator keeps it).
+
+            Every run records each operation's outcome (by name, with a fingerprint of what it does) in $XDG_STATE_HOME/opq/runs/ (else ~/.local/state/opq/runs/), one file per job file path. --resume runs only the operations that did not succeed last time — failed, cancelled, never finished, new or changed since — and every operation that depends on one of them; the rest keep their success.
 
             Exit status: 0 every operation succeeded; 1 some failed or were cancelled; 2 usage or job-file error (nothing ran); 3 the local cluster could not be started or reached; 130 interrupted.
             """
@@ -39,6 +42,9 @@ struct RunCommand: ParsableCommand {
     @Option(help: OutputPrinter.selectionHelp(default: .failed))
     var output: OutputPrinter.Selection = .failed
 
+    @Flag(help: "Run only what did not succeed last time (and what depends on it), as recorded by the last opq run of this file.")
+    var resume = false
+
     func validate() throws {
         guard workers >= 1 else { throw ValidationError("--workers must be at least 1") }
         if let slots, slots < 1 { throw ValidationError("--slots must be at least 1") }
@@ -52,21 +58,26 @@ struct RunCommand: ParsableCommand {
         if !jobFile.afterJobs.isEmpty { throw fail(.usage, "\(file): after_jobs names jobs of a running coordinator; use opq submit (opq run starts a fresh one)") }
         SignalTrap.install()
         let started = Date()
+        let record = RunResume(file: file, jobFile: jobFile)
+        guard let submission = try record.submission(jobFile.submission, resuming: resume) else { return }
         let (cluster, connection) = try LocalCluster.startConnected(workers: workers, slots: slots ?? ProcessInfo.processInfo.activeProcessorCount)
         defer { cluster.stop() }
 
         let receipt: Opq_V1_SubmitAccepted
         do {
-            receipt = try connection.submit(jobFile.submission)
+            receipt = try connection.submit(submission)
         } catch {
             throw JobFileLoading.status(for: error, jobFile: jobFile)
         }
         let slotCount = slots ?? ProcessInfo.processInfo.activeProcessorCount
         print("opq run \(file): job-\(receipt.job), \(receipt.operations.count) operations, \(workers) worker(s) × \(slotCount) slots")
-        var foreground = ForegroundJob(connection: connection, receipt: receipt, specs: jobFile.submission.operations,
+        record.accepted(receipt, submission)
+        var foreground = ForegroundJob(connection: connection, receipt: receipt, specs: submission.operations,
                                        title: "opq run \(file)", verbosity: .everything, onInterrupt: .cancel, cluster: cluster)
         foreground.started = started
-        foreground.output = OutputPrinter.forJob(connection, receipt: receipt, specs: jobFile.submission.operations, selection: output)
+        foreground.output = OutputPrinter.forJob(connection, receipt: receipt, specs: submission.operations, selection: output)
+        foreground.onEvent = record.observe
+        defer { record.save() }
         try foreground.run()
     }
 }

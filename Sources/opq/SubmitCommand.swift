@@ -35,6 +35,9 @@ struct SubmitCommand: ParsableCommand {
     @Option(help: OutputPrinter.selectionHelp(default: .none))
     var output: OutputPrinter.Selection = .none
 
+    @Flag(help: "With --wait: no progress lines, only the job id and the summary.")
+    var quiet = false
+
     @Flag(help: "Print {\"job\": ID, \"operations\": [{\"id\": ID, \"name\": NAME}, ...]} instead of the job id.")
     var json = false
 
@@ -47,6 +50,7 @@ struct SubmitCommand: ParsableCommand {
 
     func validate() throws {
         if output != .none && !wait { throw ValidationError("--output prints while waiting: add --wait (or read it later with opq logs OP)") }
+        if quiet && !wait { throw ValidationError("--quiet quiets --wait's progress; add --wait") }
     }
 
     func run() throws {
@@ -78,7 +82,7 @@ struct SubmitCommand: ParsableCommand {
             return
         }
         var foreground = ForegroundJob(connection: connection, receipt: receipt, specs: specs, title: "job-\(receipt.job)",
-                                       verbosity: .everything, onInterrupt: .detach)
+                                       verbosity: quiet ? .nothing : .everything, onInterrupt: .detach)
         foreground.output = OutputPrinter.forJob(connection, receipt: receipt, specs: specs, selection: output)
         try foreground.run()
     }

@@ -4,7 +4,7 @@ import Testing
 /// `opq add`, `opq map` and `opq watch` against a running coordinator and worker.
 @Suite(.serialized) struct AddWatchCommandTests {
     /// A coordinator and one worker on ipc:// in `scratch`; stopped by the caller.
-    private struct Cluster {
+    struct Cluster {  // also used by RetryCommandTests and CommandLineConvenienceTests
         let coordinator: Run
         let worker: Run
         let environment: [String: String]
@@ -63,7 +63,7 @@ import Testing
         let unknown = try cluster.opq(["add", "--after", "op-999", "--", "true"])
         #expect(unknown.status == 2)
         #expect(unknown.stderr.contains("op-999"), "\(unknown.stderr)")
-        let notAnOp = try cluster.opq(["add", "--after", "job-1", "--", "true"])
+        let notAnOp = try cluster.opq(["add", "--after", "queue-1", "--", "true"])  // job-N is a whole job (CommandLineConvenienceTests)
         #expect(notAnOp.status == 2)
         let failing = try cluster.opq(["add", "--wait", "--", "false"], within: 60)
         #expect(failing.status == 1, "\(failing.stdout)\(failing.stderr)")

@@ -20,7 +20,7 @@ import Testing
     ]
 
     /// The GNU parallel on PATH; fails the test (not skips it) when only moreutils' or none is there.
-    private func gnuParallel() throws -> String {
+    func gnuParallel() throws -> String {
         let scratch = try Scratch()
         defer { scratch.remove() }
         for directory in ["/usr/bin", "/usr/local/bin", "/bin"] where FileManager.default.isExecutableFile(atPath: directory + "/parallel") {
