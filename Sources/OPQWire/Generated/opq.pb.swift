@@ -1697,6 +1697,10 @@ public nonisolated struct Opq_V1_OperationSpec: Sendable {
   /// Foundation's addBarrierBlock.
   public var barrier: Bool = false
 
+  /// Accepted operations (ids ≥ 1) that are to depend on this one, added atomically with the Submit:
+  /// a cycle they close refuses the whole Submit. One that is dispatched or finished gets no edge.
+  public var dependants: [UInt64] = []
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
@@ -4854,7 +4858,7 @@ nonisolated extension Opq_V1_Submit: SwiftProtobuf.Message, SwiftProtobuf._Messa
 
 nonisolated extension Opq_V1_OperationSpec: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".OperationSpec"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}name\0\u{1}queue\0\u{1}work\0\u{1}dependencies\0\u{1}priority\0\u{1}qos\0\u{1}requires\0\u{1}retries\0\u{3}timeout_seconds\0\u{1}labels\0\u{1}barrier\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}name\0\u{1}queue\0\u{1}work\0\u{1}dependencies\0\u{1}priority\0\u{1}qos\0\u{1}requires\0\u{1}retries\0\u{3}timeout_seconds\0\u{1}labels\0\u{1}barrier\0\u{2}i\u{2}dependants\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -4873,6 +4877,7 @@ nonisolated extension Opq_V1_OperationSpec: SwiftProtobuf.Message, SwiftProtobuf
       case 9: try { try decoder.decodeSingularDoubleField(value: &self._timeoutSeconds) }()
       case 10: try { try decoder.decodeMapField(fieldType: SwiftProtobuf._ProtobufMap<SwiftProtobuf.ProtobufString,SwiftProtobuf.ProtobufString>.self, value: &self.labels) }()
       case 11: try { try decoder.decodeSingularBoolField(value: &self.barrier) }()
+      case 180: try { try decoder.decodeRepeatedUInt64Field(value: &self.dependants) }()
       default: break
       }
     }
@@ -4916,6 +4921,9 @@ nonisolated extension Opq_V1_OperationSpec: SwiftProtobuf.Message, SwiftProtobuf
     if self.barrier != false {
       try visitor.visitSingularBoolField(value: self.barrier, fieldNumber: 11)
     }
+    if !self.dependants.isEmpty {
+      try visitor.visitPackedUInt64Field(value: self.dependants, fieldNumber: 180)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -4931,6 +4939,7 @@ nonisolated extension Opq_V1_OperationSpec: SwiftProtobuf.Message, SwiftProtobuf
     if lhs._timeoutSeconds != rhs._timeoutSeconds {return false}
     if lhs.labels != rhs.labels {return false}
     if lhs.barrier != rhs.barrier {return false}
+    if lhs.dependants != rhs.dependants {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
