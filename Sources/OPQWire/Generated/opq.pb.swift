@@ -3129,6 +3129,10 @@ public nonisolated struct Opq_V1_OperationEvent: Sendable {
   /// When the transition happened.
   public var time: Double = 0
 
+  /// Foundation's isCancelled. A cancel of a dispatched or executing operation is sent at once as an
+  /// event of its unchanged state with this set (the finish follows when the worker reports).
+  public var cancelled: Bool = false
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
@@ -7133,7 +7137,7 @@ nonisolated extension Opq_V1_Event: SwiftProtobuf.Message, SwiftProtobuf._Messag
 
 nonisolated extension Opq_V1_OperationEvent: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".OperationEvent"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}operation\0\u{1}job\0\u{1}state\0\u{1}attempt\0\u{1}worker\0\u{1}outcome\0\u{1}reason\0\u{3}exit_code\0\u{1}signal\0\u{3}retry_at\0\u{1}time\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}operation\0\u{1}job\0\u{1}state\0\u{1}attempt\0\u{1}worker\0\u{1}outcome\0\u{1}reason\0\u{3}exit_code\0\u{1}signal\0\u{3}retry_at\0\u{1}time\0\u{2}j\u{2}cancelled\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -7152,6 +7156,7 @@ nonisolated extension Opq_V1_OperationEvent: SwiftProtobuf.Message, SwiftProtobu
       case 9: try { try decoder.decodeSingularInt32Field(value: &self._signal) }()
       case 10: try { try decoder.decodeSingularDoubleField(value: &self._retryAt) }()
       case 11: try { try decoder.decodeSingularDoubleField(value: &self.time) }()
+      case 181: try { try decoder.decodeSingularBoolField(value: &self.cancelled) }()
       default: break
       }
     }
@@ -7195,6 +7200,9 @@ nonisolated extension Opq_V1_OperationEvent: SwiftProtobuf.Message, SwiftProtobu
     if self.time.bitPattern != 0 {
       try visitor.visitSingularDoubleField(value: self.time, fieldNumber: 11)
     }
+    if self.cancelled != false {
+      try visitor.visitSingularBoolField(value: self.cancelled, fieldNumber: 181)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -7210,6 +7218,7 @@ nonisolated extension Opq_V1_OperationEvent: SwiftProtobuf.Message, SwiftProtobu
     if lhs._signal != rhs._signal {return false}
     if lhs._retryAt != rhs._retryAt {return false}
     if lhs.time != rhs.time {return false}
+    if lhs.cancelled != rhs.cancelled {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
