@@ -110,7 +110,12 @@ extension RemoteCoordinator {
             }
             claimed.append(operation)
         }
-        let batch = Batch(operations, queue: queue)
+        var draft = Batch(operations, queue: queue)
+        // The operations already accepted that wait (behind a gate) for one of these get their edge in the
+        // submission itself: a cycle it closes refuses the whole batch, and nothing changes (SEMANTICS §9).
+        let folded = waitingGates(for: operations)
+        for (k, carried) in folded.enumerated() { draft.specs[k].dependants = carried.compactMap { $0.dependant.id } }
+        let batch = draft
         submissionWillSend()
         let ids: [OperationID]
         // One key for this batch: a submit retried after a timeout (the coordinator slow, or restarting
@@ -133,7 +138,16 @@ extension RemoteCoordinator {
             for operation in operations { operation.unclaim() }
             throw error
         }
-        try settleGates(batch, operations: operations, ids: ids)
+        try settleGates(batch, operations: operations, ids: ids, folded: folded)
+    }
+
+    /// The gates of accepted dependants waiting for each of `operations`, at this moment.
+    private func waitingGates(for operations: [RemoteOperation]) -> [[Gate]] {
+        lock.withLock {
+            operations.map { operation in
+                (gates[ObjectIdentifier(operation)]?.gates ?? []).filter { $0.dependant.id != nil }
+            }
+        }
     }
 
     /// How many times a submit is sent (with the same idempotency key) before a timeout is thrown.
@@ -153,7 +167,8 @@ extension RemoteCoordinator {
 
     /// After a batch was accepted: registers its gates, cancels what was cancelled before it was
     /// accepted, and releases the operations that were waiting for the batch's operations.
-    private func settleGates(_ batch: Batch, operations: [RemoteOperation], ids: [OperationID]) throws(ClientError) {
+    /// `folded`: per operation, the gates whose edge the batch carried (``waitingGates(for:)``).
+    private func settleGates(_ batch: Batch, operations: [RemoteOperation], ids: [OperationID], folded: [[Gate]]) throws(ClientError) {
         for (g, gate) in batch.gates.enumerated() {
             let gateID = ids[operations.count + g]
             let dependant = operations[gate.dependant]
@@ -169,6 +184,21 @@ extension RemoteCoordinator {
             loop.send({ $0.cancel.operation = ids[k].rawValue }, handler: { _ in })  // cancelled while in flight
         }
         var firstError: ClientError?
+        for (k, carried) in folded.enumerated() where !carried.isEmpty {
+            let removedMeanwhile: [Gate] = lock.withLock {
+                let key = ObjectIdentifier(operations[k])
+                let present = Set(gates[key]?.gates.map(\.gate) ?? [])
+                gates[key]?.gates.removeAll { gate in carried.contains { $0.gate == gate.gate } }
+                if gates[key]?.gates.isEmpty == true { gates[key] = nil }
+                return carried.filter { !present.contains($0.gate) }
+            }
+            for gate in carried { cancelGate(gate.gate) }
+            // A removeDependency while the batch was in flight: the edge the batch added goes again.
+            for gate in removedMeanwhile {
+                guard let dependant = gate.dependant.id else { continue }
+                do { try changeEdge(adding: false, dependant, on: ids[k]) } catch { firstError = firstError ?? error }
+            }
+        }
         for operation in operations {
             do { try releaseGates(waitingFor: operation) } catch { firstError = firstError ?? error }
         }
@@ -209,16 +239,13 @@ extension RemoteCoordinator {
     func addDependency(of dependant: RemoteOperation, on dependency: RemoteOperation) throws(ClientError) {
         guard let dependantID = dependant.id else { throw .notSubmitted(operation: dependant.description) }
         if let dependencyID = dependency.id { return try changeEdge(adding: true, dependantID, on: dependencyID) }
-        // The dependency is not in any queue yet: a gate holds the dependant until it is.
+        // The dependency is not in any queue yet: a gate holds the dependant until it is, the gate and
+        // its edge added in one submission (all or nothing).
+        var gate = RemoteCoordinator.gateSpec(named: "gate")
+        gate.dependants = [dependantID]
         let gateID = try request(timeout: requestTimeout) {
-            $0.submit = Opq_V1_Submit(RemoteCoordinator.gated([RemoteCoordinator.gateSpec(named: "gate")], gates: 1))
+            $0.submit = Opq_V1_Submit(RemoteCoordinator.gated([gate], gates: 1))
         }.reply.submitted.operationIDs[0]
-        do {
-            try changeEdge(adding: true, dependantID, on: gateID)
-        } catch {
-            cancelGate(gateID)
-            throw error
-        }
         try hold(dependant, until: dependency, gate: gateID)
     }
 

@@ -35,6 +35,9 @@ public enum RemoteEvent: Sendable, Hashable {
         public var signal: Int32?
         /// When it happened (seconds since the Unix epoch, coordinator's clock).
         public var time: Double
+        /// Foundation's `isCancelled`: a cancel (by any client) of a dispatched or executing operation
+        /// comes as an event of its unchanged state with this set, before the finish.
+        public var isCancelled: Bool
 
         init?(sequence: UInt64, _ event: Opq_V1_OperationEvent) {
             guard let state = event.coreState else { return nil }
@@ -49,6 +52,7 @@ public enum RemoteEvent: Sendable, Hashable {
             exitCode = event.hasExitCode ? event.exitCode : nil
             signal = event.hasSignal ? event.signal : nil
             time = event.time
+            isCancelled = event.cancelled
         }
     }
 

@@ -94,6 +94,7 @@ extension RemoteOperation {
             case .stateChanged(let change):
                 guard change.sequence > status.sequence, !wasFinished else { return (nil, []) }
                 status.sequence = change.sequence
+                if change.isCancelled { status.isCancelled = true }
                 status.state = change.state
                 status.attempt = change.attempt
                 status.worker = change.worker ?? status.worker

@@ -25,6 +25,9 @@ public struct OperationEvent: Hashable, Sendable {
     public var retryAt: Timestamp?
     /// When the transition happened (the time of the event that caused it).
     public var time: Timestamp
+    /// Foundation's `isCancelled`. A cancel of a dispatched or executing operation is notified at once
+    /// with its state unchanged and this set; the finish follows when the worker reports.
+    public var isCancelled = false
 }
 
 /// Why the core asks a worker to stop an attempt.

@@ -57,6 +57,7 @@ extension Scheduler {
         case .dispatched, .executing:
             guard !operations[index].isCancelled else { return }
             operations[index].isCancelled = true
+            notify(index)  // watchers see isCancelled now, not only at the finish
             if operations[index].killReason == nil {
                 operations[index].killReason = .cancel
                 // A recovering worker (not registered yet) is told when it registers.

@@ -32,6 +32,9 @@ extension Scheduler {
         var explicit = IndexRows()
         /// Barrier dependencies per batch operation, as global indexes.
         var implicit = IndexRows()
+        /// Edges from accepted operations (still pending or ready) onto batch operations
+        /// (``OperationSpec/dependants``), as global indexes.
+        var dependants: [(dependant: Int, target: Int)] = []
     }
 
     /// Accepts a submission whole, or refuses it whole.
@@ -91,13 +94,56 @@ extension Scheduler {
                 if target >= base { hasBatchEdges = true }
             }
             plan.explicit.append(targets, rowIndex: k)
+            for dependant in spec.dependants {
+                guard let d = index(of: dependant) else {
+                    throw .invalidField(index: k, name: spec.name, field: "dependants", problem: "names unknown operation \(dependant)")
+                }
+                // Like addDependency: an operation already dispatched or finished gets no edge.
+                if operations[d].state <= .ready, !plan.dependants.contains(where: { $0 == (d, base + k) }) {
+                    plan.dependants.append((d, base + k))
+                }
+            }
         }
         for (k, row) in barrierDependencies(of: specs, base: base).enumerated() { plan.implicit.append(row, rowIndex: k) }
         hasBatchEdges = hasBatchEdges || !plan.implicit.isEmpty
         if hasBatchEdges, let cycle = Scheduler.findCycle(plan, count: specs.count) {
             throw .cycle(cycle.map { specs[$0].name.isEmpty ? "#\($0 + 1)" : specs[$0].name })
         }
+        if let cycle = dependantCycle(plan) {
+            throw .cycle(cycle.map { $0 >= base ? (specs[$0 - base].name.isEmpty ? "#\($0 - base + 1)" : specs[$0 - base].name) : id($0).description })
+        }
         return plan
+    }
+
+    /// A cycle closed by one of the plan's `dependants` edges (global indexes, each depending on the
+    /// next, the last on the first), or nil. Cycles inside the batch are `findCycle`'s.
+    /// - Complexity: O(unfinished operations reachable from the edges' targets) per edge; only clients
+    ///   that depend on operations not added yet send such edges.
+    func dependantCycle(_ plan: SubmissionPlan) -> [Int]? {
+        guard !plan.dependants.isEmpty else { return nil }
+        var added: [Int: [Int]] = [:]
+        for edge in plan.dependants { added[edge.dependant, default: []].append(edge.target) }
+        func dependencies(of node: Int) -> [Int] {
+            if node >= plan.base { return Array(plan.explicit[node - plan.base]) + plan.implicit[node - plan.base] }
+            return operations[node].dependencies.compactMap { operations[$0.index].state != .finished ? $0.index : nil }
+                + (added[node] ?? [])
+        }
+        for edge in plan.dependants {
+            var parent = [edge.target: edge.target]
+            var stack = [edge.target]
+            while let node = stack.popLast() {
+                if node == edge.dependant {
+                    var path = [node]
+                    while path.last != edge.target { path.append(parent[path.last!]!) }
+                    return [edge.dependant] + path.reversed().dropLast()
+                }
+                for next in dependencies(of: node) where parent[next] == nil {
+                    parent[next] = node
+                    stack.append(next)
+                }
+            }
+        }
+        return nil
     }
 
     static func validateFields(_ spec: OperationSpec, index k: Int) throws(SubmissionError) {
@@ -263,6 +309,14 @@ extension Scheduler {
                 if operations[target].state == .finished, operations[target].outcome != .succeeded, specs[k].requires == .success {
                     doomed.append(index)
                 }
+            }
+        }
+        for edge in plan.dependants {
+            link(edge.dependant, to: edge.target, implicit: false)
+            if operations[edge.dependant].state == .ready {
+                leaveReady(edge.dependant)
+                setState(edge.dependant, .pending)
+                notify(edge.dependant)
             }
         }
         let receipt = SubmissionReceipt(job: JobID(index: job), operations: (base..<base + specs.count).map(id))

@@ -143,7 +143,7 @@ public struct Scheduler: Sendable {
             attempt: Int(operations[index].attempt), worker: worker >= 0 ? workers[Int(worker)].id : nil,
             outcome: operations[index].outcome,
             reason: reason, exitCode: report?.exitCode, signal: report?.signal,
-            retryAt: retryAt, time: now)))
+            retryAt: retryAt, time: now, isCancelled: operations[index].isCancelled)))
     }
 
     /// Moves operation `index` to `state` (and `outcome`), keeping queue and job counts in step.

@@ -37,6 +37,10 @@ public struct OperationSpec: Sendable {
     public var labels: [String: String]
     /// A barrier (Foundation's `addBarrierBlock`): waits for everything earlier in its queue, holds everything later.
     public var isBarrier: Bool
+    /// Operations accepted earlier that are to depend on this one, added atomically with the submission
+    /// (a client's dependency on an operation it had not added yet). A cycle they close refuses the
+    /// whole submission; one that is dispatched or finished by then gets no edge (as `addDependency`).
+    public var dependants: [OperationID]
 
     /// Creates an operation spec with Foundation's defaults.
     public init(
@@ -50,7 +54,8 @@ public struct OperationSpec: Sendable {
         retries: Int = 0,
         timeout: Double? = nil,
         labels: [String: String] = [:],
-        isBarrier: Bool = false
+        isBarrier: Bool = false,
+        dependants: [OperationID] = []
     ) {
         self.name = name
         self.queue = queue
@@ -63,6 +68,7 @@ public struct OperationSpec: Sendable {
         self.timeout = timeout
         self.labels = labels
         self.isBarrier = isBarrier
+        self.dependants = dependants
     }
 }
 

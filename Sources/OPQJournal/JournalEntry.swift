@@ -39,7 +39,8 @@ public enum JournalEntry: Sendable {
         case .notify(let event):
             switch event.state {
             case .dispatched:
-                guard let worker = event.worker else { return nil }
+                // A cancel's notification repeats the state; the attempt and the cancel are journaled already.
+                guard let worker = event.worker, !event.isCancelled else { return nil }
                 self = .attempt(event.operation, attempt: event.attempt, worker: worker)
             case .finished:
                 self = .finished(event.operation, event.outcome ?? .succeeded, event.reason ?? .completed)

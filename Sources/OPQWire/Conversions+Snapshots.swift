@@ -20,6 +20,7 @@ extension Opq_V1_OperationEvent {
         if let signal = event.signal { self.signal = signal }
         if let retryAt = event.retryAt { self.retryAt = retryAt }
         time = event.time
+        cancelled = event.isCancelled
     }
 
     /// The operation's id.

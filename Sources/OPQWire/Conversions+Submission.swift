@@ -17,6 +17,7 @@ extension Opq_V1_OperationSpec {
         if let timeout = spec.timeout { timeoutSeconds = timeout }
         labels = spec.labels
         barrier = spec.isBarrier
+        dependants = spec.dependants.map(\.rawValue)
     }
 }
 
@@ -34,7 +35,8 @@ extension OperationSpec {
             retries: Int(wire.retries),
             timeout: wire.hasTimeoutSeconds ? wire.timeoutSeconds : nil,
             labels: wire.labels,
-            isBarrier: wire.barrier)
+            isBarrier: wire.barrier,
+            dependants: wire.dependants.map(OperationID.init))
     }
 }
 

@@ -96,6 +96,8 @@ extension Opq_V1_OperationSpec {
             case .id(let id): try Check.id(id, "\(path()).dependencies[\(k)].id")
             }
         }
+        try Check.count(dependants.count, path() + ".dependants")
+        for (k, dependant) in dependants.enumerated() { try Check.id(dependant, "\(path()).dependants[\(k)]") }
         try Check.known(qos, path() + ".qos")
         try Check.known(requires, path() + ".requires")
         try Check.that(retries <= WireLimits.maxRetries, path() + ".retries",

@@ -95,7 +95,7 @@ extension AgentConnection {
             return logger.info("handed back a dispatch: the worker is stopping", metadata: attemptMetadata(key))
         }
         let request = RunRequest(
-            key, name: dispatch.name, work: Work(dispatch.work),
+            key, name: dispatch.name, queue: dispatch.queue, work: Work(dispatch.work),
             qualityOfService: QualityOfService(dispatch.qos),
             timeout: dispatch.hasTimeoutSeconds ? dispatch.timeoutSeconds : nil,
             killGracePeriod: dispatch.killGraceSeconds > 0 ? dispatch.killGraceSeconds : configuration.killGracePeriod)

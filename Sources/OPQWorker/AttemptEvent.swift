@@ -27,6 +27,8 @@ public struct RunRequest: Sendable {
     public var key: AttemptKey
     /// The operation's name (for logs and `Operation.name`).
     public var name: String
+    /// The queue it was dispatched for (a handler's ``HandlerContext/queueName``); empty if unknown.
+    public var queue: String
     /// What to run.
     public var work: Work
     /// How to run it: the niceness of its processes (SEMANTICS §4).
@@ -41,12 +43,13 @@ public struct RunRequest: Sendable {
 
     /// Creates a request.
     public init(
-        _ key: AttemptKey, name: String = "", work: Work,
+        _ key: AttemptKey, name: String = "", queue: String = "", work: Work,
         qualityOfService: OPQCore.QualityOfService = .default, timeout: Double? = nil,
         killGracePeriod: Double = RunRequest.defaultKillGracePeriod
     ) {
         self.key = key
         self.name = name
+        self.queue = queue
         self.work = work
         self.qualityOfService = qualityOfService
         self.timeout = timeout

@@ -164,8 +164,8 @@ public final class AttemptRunner: @unchecked Sendable {
             operation.outputWindow = outputWindow
             return operation
         case .handler(let name, let payload):
-            let context = HandlerContext(key: request.key, operationName: request.name, handler: name,
-                                         payload: payload, qualityOfService: request.qualityOfService)
+            let context = HandlerContext(key: request.key, operationName: request.name, queueName: request.queue,
+                                         handler: name, payload: payload, qualityOfService: request.qualityOfService)
             guard let factory = handlers.factory(for: name) else {
                 let known = handlers.names.joined(separator: ", ")
                 return FailedOperation(key: request.key, .error(

@@ -8,6 +8,8 @@ public struct HandlerContext: Sendable {
     public var key: AttemptKey
     /// The operation's name.
     public var operationName: String
+    /// The queue it runs for (Foundation's `OperationQueue.current`, by name).
+    public var queueName: String
     /// The handler name it was registered under.
     public var handler: String
     /// The payload bytes from the submission.
@@ -18,10 +20,11 @@ public struct HandlerContext: Sendable {
     let progressChannel = ProgressChannel()
 
     /// Creates a context.
-    public init(key: AttemptKey, operationName: String = "", handler: String, payload: [UInt8] = [],
+    public init(key: AttemptKey, operationName: String = "", queueName: String = "", handler: String, payload: [UInt8] = [],
                 qualityOfService: OPQCore.QualityOfService = .default) {
         self.key = key
         self.operationName = operationName
+        self.queueName = queueName
         self.handler = handler
         self.payload = payload
         self.qualityOfService = qualityOfService

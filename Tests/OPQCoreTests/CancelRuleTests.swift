@@ -31,7 +31,7 @@ import Testing
         try h.start("a")
         _ = h.take()
         try h.cancel("a")
-        #expect(h.take() == ["journal cancel a", "kill a@w1 cancel"])
+        #expect(h.take() == ["journal cancel a", "a executing cancelled", "kill a@w1 cancel"], "watchers see isCancelled at once")
         #expect(h.state("a") == .executing && h.state("next") == .pending, "dependants wait until the worker reports")
         try h.complete("a", AttemptReport(.failed, reason: .signal, signal: 15))
         #expect(h.outcome("a") == .cancelled)

@@ -77,6 +77,7 @@ struct Harness {
         case let .notify(event):
             var text = "\(name(event.operation)) \(event.state)"
             if let outcome = event.outcome { text += " \(outcome)" }
+            if event.isCancelled, event.state != .finished { text += " cancelled" }
             if event.state != .finished, let reason = event.reason { text += " (\(reason))" }
             return text
         case let .jobFinished(job):

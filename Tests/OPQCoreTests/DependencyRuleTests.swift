@@ -148,6 +148,42 @@ import Testing
         #expect(h.core.effects.isEmpty && h.state("a") == .ready)
     }
 
+    @Test func rule3_dependantsOfANewOperationWaitForItFromItsSubmission() throws {
+        var h = Harness()
+        try h.suspend()
+        try h.submit([op("b")])
+        #expect(h.state("b") == .ready)
+        var a = op("a")
+        a.dependants = [h.id("b")]
+        try h.submit([a])
+        #expect(h.state("b") == .pending && h.snapshot("b").dependencies == [h.id("a")])
+        try h.join("w1", slots: 2)
+        try h.suspend("default", false)
+        #expect(h.dispatchOrder == ["a"])
+        try h.complete("a")
+        #expect(h.dispatchOrder == ["a", "b"])
+    }
+
+    @Test func rule3_aCycleClosedByADependantRefusesTheWholeSubmissionAndChangesNothing() throws {
+        // op1 → op2 (op1 depends on op2) exists; op2 is to depend on op3; op3 depends on op1.
+        var h = Harness()
+        try h.submit([op("op2"), op("op1", after: ["op2"])])
+        _ = h.take()
+        var op3 = op("op3", ids: [h.id("op1")])
+        op3.dependants = [h.id("op2")]
+        #expect(throws: SubmissionError.cycle(["op-1", "op3", "op-2"])) { try h.core.submit(Submission([op3]), at: 0) }
+        #expect(h.core.operationTotal == 2 && h.core.jobCount == 1 && h.core.effects.isEmpty)
+        #expect(h.state("op2") == .ready && h.snapshot("op2").dependencies.isEmpty)
+        // Through a barrier too: the new barrier waits for op2, which is to depend on it.
+        var barrier = op("B", barrier: true)
+        barrier.dependants = [h.id("op2")]
+        #expect(throws: SubmissionError.self) { try h.core.submit(Submission([barrier]), at: 0) }
+        var unknown = op("x")
+        unknown.dependants = [OperationID(99)]
+        #expect(throws: SubmissionError.self) { try h.core.submit(Submission([unknown]), at: 0) }
+        #expect(h.core.operationTotal == 2 && h.core.effects.isEmpty)
+    }
+
     @Test func rule3_removingTheLastUnfinishedDependencyMakesTheOperationReady() throws {
         // Apple's documented rule; Foundation on Linux has it inverted.
         var h = Harness()

@@ -176,6 +176,11 @@ struct WorkloadRun {
             case .notify(let event):
                 let op = Int(event.operation.rawValue)
                 let previous = lastNotified[op]
+                // A cancel of a dispatched or executing operation repeats its state with isCancelled set.
+                if event.isCancelled, event.state == previous, event.state == .dispatched || event.state == .executing {
+                    if !model.op(op).isCancelled { return "\(event.operation): cancel notified, the model has not cancelled it" }
+                    continue
+                }
                 if !WorkloadRun.allowed[previous]!.contains(event.state) {
                     return "\(event.operation): event \(event.state) after \(previous.map(\.description) ?? "nothing")"
                 }

@@ -53,6 +53,36 @@ import Testing
         #expect(throws: ClientError.self) { try queue.setMaxConcurrentOperationCount(-2) }
     }
 
+    @Test func closingACycleThroughAnOperationNotAddedYetThrowsAndChangesNothing() throws {
+        let live = try ClientCluster(workers: [1])
+        defer { live.stop() }
+        let queue = live.queue()
+        try queue.setMaxConcurrentOperationCount(1)  // FIFO: a released op2 would run before the probe
+        let (op1, op2, op3) = (RemoteOperation(command: ["true"]), RemoteOperation(command: ["true"]), RemoteOperation(command: ["true"]))
+        (op1.name, op2.name, op3.name) = ("op1", "op2", "op3")
+        try op1.addDependency(op2)
+        try op2.addDependency(op3)  // op3 is in no queue yet
+        try queue.addOperations([op1, op2], waitUntilFinished: false)
+        try op3.addDependency(op1)
+        #expect {
+            try queue.addOperation(op3)
+        } throws: { error in
+            (error as? ClientError)?.refusal?.code == .cycle && "\(error)".contains("dependency cycle")
+        }
+        #expect(op3.id == nil && op3.state == nil, "op3 was not accepted")
+        #expect(try queue.status().counts.total == 2, "op3 is not counted")
+        let probe = try queue.addOperation(command: ["true"])
+        live.finish(probe)
+        #expect(op2.state == .pending && op1.state == .pending, "op2 still waits for op3")
+        #expect(op2.dependencies == [op3])
+        // Once the cycle is broken op3 is added normally and releases op2, then op1.
+        try op3.removeDependency(op1)
+        try queue.addOperation(op3)
+        live.finish(op1)
+        #expect(op3.outcome == .succeeded && op2.outcome == .succeeded && op1.outcome == .succeeded)
+        #expect(try queue.status().counts.total == 4)
+    }
+
     @Test func waitingForAnOperationNeverAddedReturnsAtOnceInsteadOfCrashingOrHanging() async {
         let operation = RemoteOperation(command: ["true"])
         operation.waitUntilFinished()

@@ -103,6 +103,33 @@ struct Observed: Equatable, CustomStringConvertible {
         #expect(recovered.recoveringAttempts == run.core.workerSnapshots.reduce(0) { $0 + $1.operations.count })
     }
 
+    @Test func edgesAddedWithASubmissionAndACancelSeenWhileRunningSurviveAReplay() throws {
+        let scratch = try ScratchState()
+        defer { scratch.remove() }
+        var run = JournaledCore(journal: try Journal(path: scratch.journalPath))
+        var ids: [OperationID] = []
+        try run.step { core, now in
+            ids += try core.submit(Submission([OperationSpec(name: "waiting", queue: "held", work: command("w"))],
+                                              queueSettings: [("held", QueueSettings(isSuspended: true))]), at: now).operations
+        }
+        try run.step { core, now in
+            ids += try core.submit(Submission([OperationSpec(name: "new", queue: "held", work: command("n"), dependants: [ids[0]])]), at: now).operations
+        }
+        try run.step { core, now in core.workerJoined("w1", slots: 1, at: now) }
+        try run.step { core, now in ids += try core.submit(Submission([OperationSpec(name: "running", work: command("r"))]), at: now).operations }
+        try run.step { core, now in try core.cancel(ids[2], at: now) }
+        #expect(run.core.operation(ids[0])?.dependencies == [ids[1]])
+
+        var recovered = Scheduler()
+        _ = try run.journal.recover(into: &recovered)
+        try recovered.checkInvariants()
+        for id in ids {
+            let original = try #require(run.core.operation(id))
+            let replayed = try #require(recovered.operation(id))
+            #expect(Observed(replayed) == Observed(original), "\(original.name)")
+        }
+    }
+
     @Test func aRecoveredAttemptStaysWithItsWorkerOrGetsANewAttempt() throws {
         let scratch = try ScratchState()
         defer { scratch.remove() }

@@ -1827,6 +1827,10 @@ public nonisolated struct Opq_V1_OperationSpec: Sendable {
   /// Foundation's addBarrierBlock.
   public var barrier: Bool = false
 
+  /// Accepted operations (ids ≥ 1) that are to depend on this one, added atomically with the Submit:
+  /// a cycle they close refuses the whole Submit. One that is dispatched or finished gets no edge.
+  public var dependants: [UInt64] = []
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
@@ -3298,6 +3302,10 @@ public nonisolated struct Opq_V1_OperationEvent: Sendable {
 
   /// When the transition happened.
   public var time: Double = 0
+
+  /// Foundation's isCancelled. A cancel of a dispatched or executing operation is sent at once as an
+  /// event of its unchanged state with this set (the finish follows when the worker reports).
+  public var cancelled: Bool = false
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
@@ -5171,7 +5179,7 @@ nonisolated extension Opq_V1_Submit: SwiftProtobuf.Message, SwiftProtobuf._Messa
 
 nonisolated extension Opq_V1_OperationSpec: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".OperationSpec"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}name\0\u{1}queue\0\u{1}work\0\u{1}dependencies\0\u{1}priority\0\u{1}qos\0\u{1}requires\0\u{1}retries\0\u{3}timeout_seconds\0\u{1}labels\0\u{1}barrier\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}name\0\u{1}queue\0\u{1}work\0\u{1}dependencies\0\u{1}priority\0\u{1}qos\0\u{1}requires\0\u{1}retries\0\u{3}timeout_seconds\0\u{1}labels\0\u{1}barrier\0\u{2}i\u{2}dependants\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -5190,6 +5198,7 @@ nonisolated extension Opq_V1_OperationSpec: SwiftProtobuf.Message, SwiftProtobuf
       case 9: try { try decoder.decodeSingularDoubleField(value: &self._timeoutSeconds) }()
       case 10: try { try decoder.decodeMapField(fieldType: SwiftProtobuf._ProtobufMap<SwiftProtobuf.ProtobufString,SwiftProtobuf.ProtobufString>.self, value: &self.labels) }()
       case 11: try { try decoder.decodeSingularBoolField(value: &self.barrier) }()
+      case 180: try { try decoder.decodeRepeatedUInt64Field(value: &self.dependants) }()
       default: break
       }
     }
@@ -5233,6 +5242,9 @@ nonisolated extension Opq_V1_OperationSpec: SwiftProtobuf.Message, SwiftProtobuf
     if self.barrier != false {
       try visitor.visitSingularBoolField(value: self.barrier, fieldNumber: 11)
     }
+    if !self.dependants.isEmpty {
+      try visitor.visitPackedUInt64Field(value: self.dependants, fieldNumber: 180)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -5248,6 +5260,7 @@ nonisolated extension Opq_V1_OperationSpec: SwiftProtobuf.Message, SwiftProtobuf
     if lhs._timeoutSeconds != rhs._timeoutSeconds {return false}
     if lhs.labels != rhs.labels {return false}
     if lhs.barrier != rhs.barrier {return false}
+    if lhs.dependants != rhs.dependants {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -7518,7 +7531,7 @@ nonisolated extension Opq_V1_Event: SwiftProtobuf.Message, SwiftProtobuf._Messag
 
 nonisolated extension Opq_V1_OperationEvent: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".OperationEvent"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}operation\0\u{1}job\0\u{1}state\0\u{1}attempt\0\u{1}worker\0\u{1}outcome\0\u{1}reason\0\u{3}exit_code\0\u{1}signal\0\u{3}retry_at\0\u{1}time\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}operation\0\u{1}job\0\u{1}state\0\u{1}attempt\0\u{1}worker\0\u{1}outcome\0\u{1}reason\0\u{3}exit_code\0\u{1}signal\0\u{3}retry_at\0\u{1}time\0\u{2}j\u{2}cancelled\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -7537,6 +7550,7 @@ nonisolated extension Opq_V1_OperationEvent: SwiftProtobuf.Message, SwiftProtobu
       case 9: try { try decoder.decodeSingularInt32Field(value: &self._signal) }()
       case 10: try { try decoder.decodeSingularDoubleField(value: &self._retryAt) }()
       case 11: try { try decoder.decodeSingularDoubleField(value: &self.time) }()
+      case 181: try { try decoder.decodeSingularBoolField(value: &self.cancelled) }()
       default: break
       }
     }
@@ -7580,6 +7594,9 @@ nonisolated extension Opq_V1_OperationEvent: SwiftProtobuf.Message, SwiftProtobu
     if self.time.bitPattern != 0 {
       try visitor.visitSingularDoubleField(value: self.time, fieldNumber: 11)
     }
+    if self.cancelled != false {
+      try visitor.visitSingularBoolField(value: self.cancelled, fieldNumber: 181)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -7595,6 +7612,7 @@ nonisolated extension Opq_V1_OperationEvent: SwiftProtobuf.Message, SwiftProtobu
     if lhs._signal != rhs._signal {return false}
     if lhs._retryAt != rhs._retryAt {return false}
     if lhs.time != rhs.time {return false}
+    if lhs.cancelled != rhs.cancelled {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
