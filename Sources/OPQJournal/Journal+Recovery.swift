@@ -8,6 +8,10 @@ public struct RecoveredState: Sendable {
     public var receipts: [String: SubmissionReceipt] = [:]
     /// When each finished job finished (seconds since 1970), for `opq prune --older-than`.
     public var jobFinishedAt: [JobID: Double] = [:]
+    /// Jobs forgotten by a tombstone (``JournalEntry/forgotten(_:)``) whose records the journal still holds.
+    var uncompacted: [Scheduler.PrunedJob] = []
+    /// Operations whose full records the journal holds (submitted, not compacted away).
+    var recordedOperations = 0
 }
 
 extension Journal {
@@ -29,6 +33,7 @@ extension Journal {
             if core.effects.count > 4_096 { _ = core.takeEffects() }
         }
         _ = core.takeEffects()
+        garbage = Garbage(jobs: state.uncompacted, recordedOperations: state.recordedOperations)
         return state
     }
 
@@ -38,6 +43,7 @@ extension Journal {
             let replayed = try core.submit(submission, at: time)
             guard replayed == receipt else { throw ReplayMismatch(recorded: receipt, replayed: replayed) }
             if !key.isEmpty { state.receipts[key] = receipt }
+            state.recordedOperations += receipt.operations.count
         case .cancelled(let ids):
             try core.restoreCancel(ids, at: time)
         case let .queueSettings(queue, max, suspended):
@@ -58,6 +64,10 @@ extension Journal {
             state.jobFinishedAt[job] = finishedAt
         case .pruned(let pruned):
             try core.restorePruned(pruned)
+        case .forgotten(let job):
+            guard let pruned = core.prune(job: job) else { throw RequestError.unknownJob(job) }
+            state.jobFinishedAt[job] = nil
+            state.uncompacted.append(pruned)
         }
     }
 }
@@ -102,6 +112,8 @@ extension JournalEntry {
             return "the end of \(job)"
         case .pruned(let pruned):
             return "the pruned \(pruned.job)"
+        case .forgotten(let job):
+            return "the prune of \(job)"
         }
     }
 }

@@ -44,6 +44,10 @@ public final class Journal {
     private let database: DatabaseQueue
     private var pending = EntryWriter()
     private var pendingOutputs: [(OperationID, OperationOutput)] = []
+    /// Output rows of forgotten operations (first, last id) to delete at the next commit.
+    private var pendingOutputDeletes: [(first: UInt64, last: UInt64)] = []
+    /// What pruning left in the file for the next compaction.
+    var garbage = Garbage()
     /// An entry that could not be encoded: the next commit fails with it.
     private var encodingProblem: String?
     /// The file system's free bytes when last read, and when (`DispatchTime` nanoseconds).
@@ -121,6 +125,7 @@ public final class Journal {
 
     /// Queues `entry` for the next ``commit()`` (which fails if the entry cannot be encoded).
     public func append(_ entry: JournalEntry) {
+        if case .submitted(let receipt, _, _) = entry { garbage.recordedOperations += receipt.operations.count }
         do {
             try entry.encode(into: &pending)
         } catch {
@@ -134,7 +139,9 @@ public final class Journal {
     }
 
     /// Whether anything waits for ``commit()``.
-    public var hasPending: Bool { !pending.isEmpty || !pendingOutputs.isEmpty || encodingProblem != nil }
+    public var hasPending: Bool {
+        !pending.isEmpty || !pendingOutputs.isEmpty || !pendingOutputDeletes.isEmpty || encodingProblem != nil
+    }
 
     /// Writes everything queued in one transaction. When it returns, the entries survive a crash of the
     /// process (and, with ``Sync/powerLoss``, of the machine).
@@ -153,6 +160,7 @@ public final class Journal {
         }
         pending.reset()
         pendingOutputs.removeAll(keepingCapacity: true)
+        pendingOutputDeletes.removeAll(keepingCapacity: true)
     }
 
     /// Bytes waiting for ``commit()`` (entries and output tails).
@@ -237,6 +245,13 @@ public final class Journal {
                 try insert.execute()
             }
         }
+        if !pendingOutputDeletes.isEmpty {
+            let delete = try db.cachedStatement(sql: "DELETE FROM outputs WHERE operation BETWEEN ? AND ?")
+            for range in pendingOutputDeletes {
+                delete.setUncheckedArguments([Int64(clamping: range.first), Int64(clamping: range.last)])
+                try delete.execute()
+            }
+        }
     }
 
     // MARK: - Reading
@@ -294,14 +309,46 @@ public final class Journal {
 
     // MARK: - Pruning
 
-    /// Removes the records of finished jobs, keeping for each only its id range and outcomes (a
+    /// Forgets finished jobs (already pruned from the core): queues a tombstone per job
+    /// (``JournalEntry/forgotten(_:)``) and the removal of their output rows for the next ``commit()``.
+    /// Their other records stay in the file as garbage until ``compact()``, which the caller runs when
+    /// ``compactionIsDue``; so a prune costs what it removes, and a rewrite of the file is paid for by
+    /// the garbage it drops (at least as much as what it keeps).
+    /// - Complexity: O(operations of `jobs`).
+    public func forget(_ jobs: [Scheduler.PrunedJob]) {
+        for job in jobs {
+            append(.forgotten(job.job))
+            if !job.outcomes.isEmpty {
+                pendingOutputDeletes.append((job.first.rawValue, job.first.rawValue + UInt64(job.outcomes.count) - 1))
+            }
+        }
+        garbage.jobs.append(contentsOf: jobs)
+        garbage.operations += jobs.reduce(0) { $0 + max(1, $1.outcomes.count) }
+    }
+
+    /// Whether the records of forgotten jobs are at least half of the records the file holds (counted in
+    /// operations): then ``compact()`` drops at least as much as it rewrites.
+    public var compactionIsDue: Bool { !garbage.jobs.isEmpty && 2 * garbage.operations >= garbage.recordedOperations }
+
+    /// Operations whose records are garbage (forgotten, not compacted yet).
+    public var garbageOperations: Int { garbage.operations }
+
+    /// Prunes `jobs` at once: ``forget(_:)``, then ``compact()``.
+    public func prune(_ jobs: [Scheduler.PrunedJob]) throws(JournalError) {
+        forget(jobs)
+        try compact()
+    }
+
+    /// Removes the records of forgotten jobs, keeping for each only its id range and outcomes (a
     /// ``JournalEntry/pruned(_:)`` entry in place of its submission, so replay gives later jobs the same
     /// ids). Commits what is queued first, then rewrites the journal, compacted, in one transaction, and
     /// vacuums the file. Measured: 0.55 s for a journal of 300,000 finished operations (17 MB → 2 records).
-    /// - Complexity: O(journal size): pruning is a compaction.
-    public func prune(_ jobs: [Scheduler.PrunedJob]) throws(JournalError) {
-        guard !jobs.isEmpty else { return }
+    /// On a full disk (``JournalError/diskFull(path:)``) the garbage stays, for a later compaction.
+    /// - Complexity: O(journal size): a compaction.
+    public func compact() throws(JournalError) {
+        guard !garbage.jobs.isEmpty else { return }
         try commit()
+        let jobs = garbage.jobs
         let byJob = Dictionary(jobs.map { ($0.job, $0) }, uniquingKeysWith: { first, _ in first })
         let ranges = jobs.filter { !$0.outcomes.isEmpty }
             .map { (first: $0.first.rawValue, last: $0.first.rawValue + UInt64($0.outcomes.count) - 1) }
@@ -324,7 +371,7 @@ public final class Journal {
                         switch entry {
                         case .submitted(let receipt, _, _):
                             if let pruned = byJob[receipt.job] { kept = .pruned(pruned) }
-                        case .jobFinished(let job, _):
+                        case .jobFinished(let job, _), .forgotten(let job):
                             if byJob[job] != nil { return }
                         default:
                             if let id = entry.operation, isPruned(id) { return }
@@ -344,7 +391,7 @@ public final class Journal {
                     }
                     let delete = try db.cachedStatement(sql: "DELETE FROM outputs WHERE operation BETWEEN ? AND ?")
                     for range in ranges {
-                        delete.setUncheckedArguments([Int64(range.first), Int64(range.last)])
+                        delete.setUncheckedArguments([Int64(clamping: range.first), Int64(clamping: range.last)])
                         try delete.execute()
                     }
                     return .commit
@@ -359,5 +406,23 @@ public final class Journal {
         } catch {
             throw Journal.writing(error, path: path)
         }
+        garbage.recordedOperations -= jobs.reduce(0) { $0 + $1.outcomes.count }
+        garbage = Garbage(recordedOperations: max(0, garbage.recordedOperations))
+    }
+}
+
+/// The records pruning left in the journal's file, until a compaction drops them.
+struct Garbage {
+    /// Forgotten jobs whose records are still in the file.
+    var jobs: [Scheduler.PrunedJob] = []
+    /// Their operations (a job without operations counts one).
+    var operations = 0
+    /// Operations whose full records (a submission) the file holds, garbage included.
+    var recordedOperations = 0
+
+    init(jobs: [Scheduler.PrunedJob] = [], recordedOperations: Int = 0) {
+        self.jobs = jobs
+        self.operations = jobs.reduce(0) { $0 + max(1, $1.outcomes.count) }
+        self.recordedOperations = recordedOperations
     }
 }
