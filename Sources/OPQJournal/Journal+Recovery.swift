@@ -8,10 +8,8 @@ public struct RecoveredState: Sendable {
     public var receipts: [String: SubmissionReceipt] = [:]
     /// When each finished job finished (seconds since 1970), for `opq prune --older-than`.
     public var jobFinishedAt: [JobID: Double] = [:]
-    /// Jobs forgotten by a tombstone (``JournalEntry/forgotten(_:)``) whose records the journal still holds.
-    var uncompacted: [Scheduler.PrunedJob] = []
-    /// Operations whose full records the journal holds (submitted, not compacted away).
-    var recordedOperations = 0
+    /// What pruning left in the file (tombstoned jobs), and the sizes compaction is decided on.
+    var garbage = Garbage()
 }
 
 extension Journal {
@@ -21,7 +19,9 @@ extension Journal {
     public func recover(into core: inout Scheduler) throws -> RecoveredState {
         var state = RecoveredState()
         let time: Timestamp = 0
-        try forEachEntry { seq, entry in
+        try forEachSizedEntry { seq, entry, size in
+            state.garbage.storedBytes += size
+            if case .submitted(let receipt, _, _) = entry { state.garbage.submissionBytes[receipt.job] = size }
             do {
                 try Journal.apply(entry, to: &core, state: &state, at: time)
             } catch let error as JournalError {
@@ -33,7 +33,7 @@ extension Journal {
             if core.effects.count > 4_096 { _ = core.takeEffects() }
         }
         _ = core.takeEffects()
-        garbage = Garbage(jobs: state.uncompacted, recordedOperations: state.recordedOperations)
+        garbage = state.garbage
         return state
     }
 
@@ -43,7 +43,6 @@ extension Journal {
             let replayed = try core.submit(submission, at: time)
             guard replayed == receipt else { throw ReplayMismatch(recorded: receipt, replayed: replayed) }
             if !key.isEmpty { state.receipts[key] = receipt }
-            state.recordedOperations += receipt.operations.count
         case .cancelled(let ids):
             try core.restoreCancel(ids, at: time)
         case let .queueSettings(queue, max, suspended):
@@ -67,7 +66,7 @@ extension Journal {
         case .forgotten(let job):
             guard let pruned = core.prune(job: job) else { throw RequestError.unknownJob(job) }
             state.jobFinishedAt[job] = nil
-            state.uncompacted.append(pruned)
+            state.garbage.add([pruned])
         }
     }
 }

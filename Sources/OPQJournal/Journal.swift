@@ -125,12 +125,13 @@ public final class Journal {
 
     /// Queues `entry` for the next ``commit()`` (which fails if the entry cannot be encoded).
     public func append(_ entry: JournalEntry) {
-        if case .submitted(let receipt, _, _) = entry { garbage.recordedOperations += receipt.operations.count }
+        let start = pending.buffer.count
         do {
             try entry.encode(into: &pending)
         } catch {
             encodingProblem = encodingProblem ?? "cannot encode \(entry): \(error)"
         }
+        if case .submitted(let receipt, _, _) = entry { garbage.submissionBytes[receipt.job] = pending.buffer.count - start }
     }
 
     /// Queues the output of `operation`'s last report (replacing an earlier one) for the next commit.
@@ -158,6 +159,7 @@ public final class Journal {
         } catch {
             throw Journal.writing(error, path: path)
         }
+        garbage.storedBytes += pending.buffer.count
         pending.reset()
         pendingOutputs.removeAll(keepingCapacity: true)
         pendingOutputDeletes.removeAll(keepingCapacity: true)
@@ -258,10 +260,15 @@ public final class Journal {
 
     /// Calls `body` with every entry, oldest first, and the sequence number of the commit that wrote it.
     public func forEachEntry(_ body: (Int64, JournalEntry) throws -> Void) throws {
+        try read { db in try forEachEntry(db) { seq, entry, _ in try body(seq, entry) } }
+    }
+
+    /// Calls `body` with every entry, the sequence number of its commit and its encoded size in bytes.
+    func forEachSizedEntry(_ body: (Int64, JournalEntry, Int) throws -> Void) throws {
         try read { db in try forEachEntry(db, body) }
     }
 
-    private func forEachEntry(_ db: Database, _ body: (Int64, JournalEntry) throws -> Void) throws {
+    private func forEachEntry(_ db: Database, _ body: (Int64, JournalEntry, Int) throws -> Void) throws {
         let rows = try Row.fetchCursor(db, sql: "SELECT seq, entries FROM journal ORDER BY seq")
         while let row = try rows.next() {
             let seq: Int64 = row[0]
@@ -269,12 +276,13 @@ public final class Journal {
             var reader = EntryReader([UInt8](data))
             while !reader.isAtEnd {
                 let entry: JournalEntry
+                let start = reader.remaining
                 do {
                     entry = try JournalEntry.decode(from: &reader)
                 } catch {
                     throw JournalError.corrupt(path: path, problem: "commit \(seq): \(error)")
                 }
-                try body(seq, entry)
+                try body(seq, entry, start - reader.remaining)
             }
         }
     }
@@ -322,13 +330,13 @@ public final class Journal {
                 pendingOutputDeletes.append((job.first.rawValue, job.first.rawValue + UInt64(job.outcomes.count) - 1))
             }
         }
-        garbage.jobs.append(contentsOf: jobs)
-        garbage.operations += jobs.reduce(0) { $0 + max(1, $1.outcomes.count) }
+        garbage.add(jobs)
     }
 
-    /// Whether the records of forgotten jobs are at least half of the records the file holds (counted in
-    /// operations): then ``compact()`` drops at least as much as it rewrites.
-    public var compactionIsDue: Bool { !garbage.jobs.isEmpty && 2 * garbage.operations >= garbage.recordedOperations }
+    /// Whether the submissions of forgotten jobs are at least half of the bytes the journal holds: then
+    /// ``compact()`` drops at least as much as it rewrites, so its cost is paid for by what was pruned —
+    /// also when prunes come one small job at a time into a journal of a long history.
+    public var compactionIsDue: Bool { !garbage.jobs.isEmpty && 2 * garbage.bytes >= garbage.storedBytes }
 
     /// Operations whose records are garbage (forgotten, not compacted yet).
     public var garbageOperations: Int { garbage.operations }
@@ -349,6 +357,7 @@ public final class Journal {
         guard !garbage.jobs.isEmpty else { return }
         try commit()
         let jobs = garbage.jobs
+        var stored = 0
         let byJob = Dictionary(jobs.map { ($0.job, $0) }, uniquingKeysWith: { first, _ in first })
         let ranges = jobs.filter { !$0.outcomes.isEmpty }
             .map { (first: $0.first.rawValue, last: $0.first.rawValue + UInt64($0.outcomes.count) - 1) }
@@ -366,7 +375,7 @@ public final class Journal {
                 try db.inTransaction {
                     var chunks: [[UInt8]] = []
                     var chunk = EntryWriter()
-                    try forEachEntry(db) { _, entry in
+                    try forEachEntry(db) { _, entry, _ in
                         var kept = entry
                         switch entry {
                         case .submitted(let receipt, _, _):
@@ -383,6 +392,7 @@ public final class Journal {
                         }
                     }
                     if !chunk.isEmpty { chunks.append(chunk.buffer) }
+                    stored = chunks.reduce(0) { $0 + $1.count }
                     try db.execute(sql: "DELETE FROM journal")
                     let insert = try db.cachedStatement(sql: "INSERT INTO journal (entries) VALUES (?)")
                     for bytes in chunks {
@@ -406,23 +416,37 @@ public final class Journal {
         } catch {
             throw Journal.writing(error, path: path)
         }
-        garbage.recordedOperations -= jobs.reduce(0) { $0 + $1.outcomes.count }
-        garbage = Garbage(recordedOperations: max(0, garbage.recordedOperations))
+        garbage.compacted(storedBytes: stored)
     }
 }
 
 /// The records pruning left in the journal's file, until a compaction drops them.
 struct Garbage {
     /// Forgotten jobs whose records are still in the file.
-    var jobs: [Scheduler.PrunedJob] = []
-    /// Their operations (a job without operations counts one).
-    var operations = 0
-    /// Operations whose full records (a submission) the file holds, garbage included.
-    var recordedOperations = 0
+    private(set) var jobs: [Scheduler.PrunedJob] = []
+    /// Their operations.
+    private(set) var operations = 0
+    /// The encoded size of their submissions (their other records are not counted: an underestimate).
+    private(set) var bytes = 0
+    /// The encoded size of the submissions of jobs not forgotten, by job.
+    var submissionBytes: [JobID: Int] = [:]
+    /// The bytes of entries the file holds, garbage included.
+    var storedBytes = 0
 
-    init(jobs: [Scheduler.PrunedJob] = [], recordedOperations: Int = 0) {
-        self.jobs = jobs
-        self.operations = jobs.reduce(0) { $0 + max(1, $1.outcomes.count) }
-        self.recordedOperations = recordedOperations
+    /// Counts `forgotten` as garbage.
+    mutating func add(_ forgotten: [Scheduler.PrunedJob]) {
+        for job in forgotten {
+            jobs.append(job)
+            operations += job.outcomes.count
+            bytes += submissionBytes.removeValue(forKey: job.job) ?? 0
+        }
+    }
+
+    /// After a compaction that left `storedBytes`.
+    mutating func compacted(storedBytes: Int) {
+        jobs = []
+        operations = 0
+        bytes = 0
+        self.storedBytes = storedBytes
     }
 }

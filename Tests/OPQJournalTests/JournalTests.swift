@@ -180,7 +180,9 @@ struct Observed: Equatable, CustomStringConvertible {
         var receipts: [SubmissionReceipt] = []
         for n in 0..<4 {
             try run.step { core, now in
-                receipts.append(try core.submit(Submission([OperationSpec(name: "a\(n)"), OperationSpec(name: "b\(n)")]), at: now))
+                // Long names: the submissions are most of the journal (compaction counts only their bytes).
+                let padding = String(repeating: "x", count: 200)
+                receipts.append(try core.submit(Submission([OperationSpec(name: "a\(n)" + padding), OperationSpec(name: "b\(n)" + padding)]), at: now))
             }
         }
         func entries() throws -> [JournalEntry] {
@@ -207,18 +209,19 @@ struct Observed: Equatable, CustomStringConvertible {
         #expect(recovered.operation(receipts[1].operations[1])?.state == .finished)
         #expect(journal.garbageOperations == 2, "a replay counts the tombstones it met")
 
-        // Half of the operations forgotten: the compaction is due and drops every record of both jobs.
-        let secondPruned = run.core.prune(job: receipts[1].job)
-        journal.forget([try #require(secondPruned)])
+        // Three of four submissions forgotten: more than half of the journal; the compaction is due and
+        // drops every record of these jobs.
+        let morePruned = [run.core.prune(job: receipts[1].job), run.core.prune(job: receipts[2].job)].compactMap { $0 }
+        journal.forget(morePruned)
         try journal.commit()
-        #expect(journal.compactionIsDue)
+        #expect(journal.garbageOperations == 6 && journal.compactionIsDue)
         try journal.compact()
         #expect(journal.garbageOperations == 0 && !journal.compactionIsDue)
         let compacted = try entries()
         #expect(!compacted.contains { if case .forgotten = $0 { true } else { false } })
-        #expect(compacted.filter { if case .pruned = $0 { true } else { false } }.count == 2)
+        #expect(compacted.filter { if case .pruned = $0 { true } else { false } }.count == 3)
         recovered = try replay()
-        #expect(recovered.job(receipts[1].job) == nil && recovered.operation(receipts[2].operations[0])?.state == .finished)
+        #expect(recovered.job(receipts[2].job) == nil && recovered.operation(receipts[3].operations[0])?.state == .finished)
         let next = try recovered.submit(Submission([OperationSpec(name: "c")]), at: 10)
         #expect(next.job.rawValue == receipts[3].job.rawValue + 1)
     }
