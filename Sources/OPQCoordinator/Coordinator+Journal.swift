@@ -156,11 +156,8 @@ extension Coordinator {
         case .submit, .cancel, .setQueue, .setPriority, .addDependency, .removeDependency, .prune: break
         default: return nil
         }
-        // A prune rewrites the journal: it needs room for a compacted copy.
-        var needed = bytes
-        if case .prune = request.body { needed = max(bytes, journal.fileBytes) }
-        if durability!.stall != nil, journal.hasRoom(for: journal.pendingBytes + needed) { try commitJournal() }
-        guard durability!.stall != nil || !journal.hasRoom(for: needed) else { return nil }
+        if durability!.stall != nil, journal.hasRoom(for: journal.pendingBytes + bytes) { try commitJournal() }
+        guard durability!.stall != nil || !journal.hasRoom(for: bytes) else { return nil }
         return diskFullError
     }
 
@@ -210,10 +207,11 @@ extension Coordinator {
     }
 
     /// `opq prune`: forgets finished jobs (finished at least `olderThan` seconds ago, if given), in the
-    /// journal, then in the core, and replies with the jobs pruned and how many operations they held.
-    /// The journal is rewritten first (that needs room for a compacted copy), from a copy of the core
-    /// that is kept only when the journal has been: on a full disk the client is told and nothing is
-    /// forgotten. (The copy duplicates the core's storage for the moment of a prune.)
+    /// core and in the journal, and replies with the jobs pruned and how many operations they held.
+    /// A change like any other: the journal gets a tombstone per job (``Journal/forget(_:)``), committed
+    /// with the turn before the reply goes out (on a full disk the reply waits, see ``JournalStall``); the
+    /// file is compacted only once its garbage is at least half of it, so a prune costs what it removes
+    /// and a client sending prunes in a loop cannot starve the others.
     func prune(_ request: Opq_V1_Prune, requestID: UInt64, identity: [UInt8]) throws {
         let cutoff = request.hasOlderThanSeconds ? Date().timeIntervalSince1970 - request.olderThanSeconds : nil
         guard try absorbAndCommit() else { return refusePrune(requestID: requestID, identity: identity) }
@@ -223,21 +221,14 @@ extension Coordinator {
             somethingFinished = false
             answerSatisfiedWaiters()
         }
-        var pruning = core
         var pruned: [Scheduler.PrunedJob] = []
         for number in 1...max(1, UInt64(core.jobCount)) where number <= UInt64(core.jobCount) {
             let job = JobID(number)
-            guard pruning.isFinished(job: job) == true else { continue }
+            guard core.isFinished(job: job) == true else { continue }
             if let cutoff, (durability?.jobFinishedAt[job] ?? 0) > cutoff { continue }
-            if let record = pruning.prune(job: job) { pruned.append(record) }
+            if let record = core.prune(job: job) { pruned.append(record) }
         }
-        do {
-            try durability?.journal.prune(pruned)
-        } catch {
-            guard case .diskFull = error else { throw error }
-            return refusePrune(requestID: requestID, identity: identity)
-        }
-        core = pruning
+        durability?.journal.forget(pruned)
         for record in pruned {
             durability?.jobFinishedAt[record.job] = nil
             for k in record.outcomes.indices {
@@ -251,6 +242,26 @@ extension Coordinator {
             $0.pruned.jobs = pruned.map(\.job.rawValue)
             $0.pruned.operations = UInt64(operations)
         }, identity: identity)
+        try compactJournalIfDue()
+    }
+
+    /// Compacts the journal when its garbage is due (``Journal/compactionIsDue``) and its disk has room
+    /// for a compacted copy; on a full disk the garbage waits for a later prune. The turn's records are
+    /// committed first, through ``commitJournal()`` (which acknowledges the reports it made durable).
+    func compactJournalIfDue() throws {
+        guard let journal = durability?.journal, journal.compactionIsDue, try commitJournal(),
+              journal.hasRoom(for: journal.fileBytes) else { return }
+        let started = clock.now()
+        let garbage = journal.garbageOperations
+        do {
+            try journal.compact()
+        } catch {
+            guard case .diskFull = error else { throw error }
+            return
+        }
+        logger.info("journal compacted", metadata: [
+            "operations.dropped": "\(garbage)", "seconds": "\(clock.now() - started)", "bytes": "\(journal.fileBytes)",
+        ])
     }
 
     private func refusePrune(requestID: UInt64, identity: [UInt8]) {

@@ -8,6 +8,8 @@ public struct RecoveredState: Sendable {
     public var receipts: [String: SubmissionReceipt] = [:]
     /// When each finished job finished (seconds since 1970), for `opq prune --older-than`.
     public var jobFinishedAt: [JobID: Double] = [:]
+    /// What pruning left in the file (tombstoned jobs), and the sizes compaction is decided on.
+    var garbage = Garbage()
 }
 
 extension Journal {
@@ -17,7 +19,9 @@ extension Journal {
     public func recover(into core: inout Scheduler) throws -> RecoveredState {
         var state = RecoveredState()
         let time: Timestamp = 0
-        try forEachEntry { seq, entry in
+        try forEachSizedEntry { seq, entry, size in
+            state.garbage.storedBytes += size
+            if case .submitted(let receipt, _, _) = entry { state.garbage.submissionBytes[receipt.job] = size }
             do {
                 try Journal.apply(entry, to: &core, state: &state, at: time)
             } catch let error as JournalError {
@@ -29,6 +33,7 @@ extension Journal {
             if core.effects.count > 4_096 { _ = core.takeEffects() }
         }
         _ = core.takeEffects()
+        garbage = state.garbage
         return state
     }
 
@@ -58,6 +63,10 @@ extension Journal {
             state.jobFinishedAt[job] = finishedAt
         case .pruned(let pruned):
             try core.restorePruned(pruned)
+        case .forgotten(let job):
+            guard let pruned = core.prune(job: job) else { throw RequestError.unknownJob(job) }
+            state.jobFinishedAt[job] = nil
+            state.garbage.add([pruned])
         }
     }
 }
@@ -102,6 +111,8 @@ extension JournalEntry {
             return "the end of \(job)"
         case .pruned(let pruned):
             return "the pruned \(pruned.job)"
+        case .forgotten(let job):
+            return "the prune of \(job)"
         }
     }
 }

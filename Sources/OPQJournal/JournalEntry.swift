@@ -27,6 +27,9 @@ public enum JournalEntry: Sendable {
     case jobFinished(JobID, time: Double)
     /// The job was pruned: only its id range and outcomes are kept, so ids are never reused.
     case pruned(Scheduler.PrunedJob)
+    /// The job was pruned after its records were journaled (a tombstone): replay forgets it again, and
+    /// the next compaction replaces its records by a ``pruned(_:)`` entry (see ``Journal/forget(_:)``).
+    case forgotten(JobID)
 
     /// The entry for one of the core's effects, or nil when the effect changes nothing durable: the
     /// core's journal records, and the events that show what workers caused (an attempt dispatched, a
@@ -73,7 +76,7 @@ public enum JournalEntry: Sendable {
 
 /// The kind byte that starts an encoded entry.
 enum EntryKind: UInt8 {
-    case submitted = 1, cancelled, queueSettings, priority, dependency, attempt, retry, requeue, finished, jobFinished, pruned
+    case submitted = 1, cancelled, queueSettings, priority, dependency, attempt, retry, requeue, finished, jobFinished, pruned, forgotten
 }
 
 extension JournalEntry {
@@ -132,6 +135,9 @@ extension JournalEntry {
             out.varint(pruned.job.rawValue)
             out.varint(pruned.first.rawValue)
             out.bytes(pruned.outcomes.map(\.rawValue))
+        case .forgotten(let job):
+            out.kind(.forgotten)
+            out.varint(job.rawValue)
         }
     }
 
@@ -201,6 +207,8 @@ extension JournalEntry {
             let outcomes = raw.compactMap(Outcome.init(rawValue:))
             guard outcomes.count == raw.count else { throw DecodeProblem("a pruned job with malformed outcomes") }
             return .pruned(Scheduler.PrunedJob(job: job, first: first, outcomes: outcomes))
+        case .forgotten:
+            return .forgotten(JobID(try input.varint()))
         }
     }
 
@@ -210,7 +218,7 @@ extension JournalEntry {
         case .priority(let id, _), .dependency(let id, _, _), .attempt(let id, _, _), .retry(let id, _), .requeue(let id),
              .finished(let id, _, _):
             id
-        case .submitted, .cancelled, .queueSettings, .jobFinished, .pruned:
+        case .submitted, .cancelled, .queueSettings, .jobFinished, .pruned, .forgotten:
             nil
         }
     }

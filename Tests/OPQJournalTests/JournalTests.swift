@@ -199,6 +199,60 @@ struct Observed: Equatable, CustomStringConvertible {
         #expect(third.job.rawValue == second.job.rawValue + 1)
     }
 
+    @Test func aForgottenJobIsATombstoneUntilTheGarbageIsHalfTheJournal() throws {
+        let scratch = try ScratchState()
+        defer { scratch.remove() }
+        let journal = try Journal(path: scratch.journalPath)
+        var run = JournaledCore(journal: journal)
+        var receipts: [SubmissionReceipt] = []
+        for n in 0..<4 {
+            try run.step { core, now in
+                // Long names: the submissions are most of the journal (compaction counts only their bytes).
+                let padding = String(repeating: "x", count: 200)
+                receipts.append(try core.submit(Submission([OperationSpec(name: "a\(n)" + padding), OperationSpec(name: "b\(n)" + padding)]), at: now))
+            }
+        }
+        func entries() throws -> [JournalEntry] {
+            var all: [JournalEntry] = []
+            try journal.forEachEntry { _, entry in all.append(entry) }
+            return all
+        }
+        func replay() throws -> Scheduler {
+            var recovered = Scheduler()
+            _ = try journal.recover(into: &recovered)
+            try recovered.checkInvariants()
+            return recovered
+        }
+        let written = try entries().count
+
+        // One job of four: a tombstone, nothing rewritten.
+        let firstPruned = run.core.prune(job: receipts[0].job)
+        journal.forget([try #require(firstPruned)])
+        try journal.commit()
+        #expect(journal.garbageOperations == 2 && !journal.compactionIsDue)
+        #expect(try entries().count == written + 1)
+        var recovered = try replay()
+        #expect(recovered.job(receipts[0].job) == nil && recovered.operation(receipts[0].operations[0]) == nil)
+        #expect(recovered.operation(receipts[1].operations[1])?.state == .finished)
+        #expect(journal.garbageOperations == 2, "a replay counts the tombstones it met")
+
+        // Three of four submissions forgotten: more than half of the journal; the compaction is due and
+        // drops every record of these jobs.
+        let morePruned = [run.core.prune(job: receipts[1].job), run.core.prune(job: receipts[2].job)].compactMap { $0 }
+        journal.forget(morePruned)
+        try journal.commit()
+        #expect(journal.garbageOperations == 6 && journal.compactionIsDue)
+        try journal.compact()
+        #expect(journal.garbageOperations == 0 && !journal.compactionIsDue)
+        let compacted = try entries()
+        #expect(!compacted.contains { if case .forgotten = $0 { true } else { false } })
+        #expect(compacted.filter { if case .pruned = $0 { true } else { false } }.count == 3)
+        recovered = try replay()
+        #expect(recovered.job(receipts[2].job) == nil && recovered.operation(receipts[3].operations[0])?.state == .finished)
+        let next = try recovered.submit(Submission([OperationSpec(name: "c")]), at: 10)
+        #expect(next.job.rawValue == receipts[3].job.rawValue + 1)
+    }
+
     @Test func aFileThatIsNotAJournalIsRefusedAndLeftAlone() throws {
         let scratch = try ScratchState()
         defer { scratch.remove() }
