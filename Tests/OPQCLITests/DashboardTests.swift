@@ -86,6 +86,42 @@ import Testing
         #expect(try status("/api/jobs", ["-u", "anyone:\(secret)"]) == "200")
     }
 
+    /// With CURVE on the endpoints and a token, the dashboard may listen on every interface, and still
+    /// answers only requests that carry the token.
+    @Test func withCurveAndATokenTheDashboardListensOnEveryInterfaceButAnswersOnlyTheToken() throws {
+        let scratch = try Scratch()
+        defer { scratch.remove() }
+        let keys = try Run("opq", ["keys", "generate", "--role", "coordinator", "--out", scratch.path("keys")], in: scratch)
+        #expect(keys.finish(within: 30) == 0, "\(keys.stderr)")
+        for directory in ["workers.d", "clients.d"] {
+            try FileManager.default.createDirectory(atPath: scratch.path(directory), withIntermediateDirectories: true)
+        }
+        let secret = "a-token-of-thirty-two-characters"
+        let token = try scratch.write("token", secret + "\n")
+        #expect(chmod(token, 0o600) == 0)
+        let coordinator = try Run("opq-coordinator", [
+            "--curve-key", scratch.path("keys/coordinator.secret"),
+            "--authorized-workers", scratch.path("workers.d"), "--authorized-clients", scratch.path("clients.d"),
+            "--workers-endpoint", "ipc://\(scratch.path("w"))", "--clients-endpoint", "ipc://\(scratch.path("c"))",
+            "--http", "0.0.0.0:0", "--http-token", token,
+        ], in: scratch)
+        defer { coordinator.stop() }
+        #expect(coordinator.waitForOutput("\n", within: 60), "\(coordinator.stderr)")
+        let field = try #require(coordinator.stdout.split(separator: " ").first { $0.hasPrefix("http=") }, "\(coordinator.stdout)")
+        let port = try #require(field.split(separator: ":").last.map { $0.trimmingCharacters(in: .whitespacesAndNewlines) })
+        let url = "http://127.0.0.1:\(port)/metrics"
+        func status(_ extra: [String]) throws -> String {
+            let get = try Run("/usr/bin/curl", ["-s", "-o", "/dev/null", "-w", "%{http_code}"] + extra + [url], in: scratch)
+            return get.finish(within: 30) == 0 ? get.stdout : "curl failed: \(get.stderr)"
+        }
+        #expect(try status([]) == "401")
+        #expect(try status(["-H", "Authorization: Bearer wrong-token-0123456789"]) == "401")
+        #expect(try status(["-H", "Authorization: Bearer \(secret)"]) == "200")
+        #expect(try status(["-u", "me:\(secret)"]) == "200")
+        let listening = try Run("/usr/bin/ss", ["-Hltn", "sport = :\(port)"], in: scratch)
+        #expect(listening.finish(within: 30) == 0 && listening.stdout.contains("0.0.0.0:\(port)"), "\(listening.stdout)")
+    }
+
     @Test func prometheusScrapesTheCoordinatorDuringAJobAndCountsItsOutcomes() throws {
         let scratch = try Scratch()
         defer { scratch.remove() }

@@ -62,46 +62,4 @@ struct HTTPAccessTests {
         #expect { try HTTPAccess.token(file: nil, environment: [HTTPAccess.tokenEnvironment: "short"]) } throws: { "\($0)".contains("at least 16") }
         #expect(throws: HTTPAddressError.self) { try HTTPAccess.token(file: directory + "/missing", environment: [:]) }
     }
-
-    /// A server allowed beyond loopback binds the wildcard address and still refuses requests without the token.
-    @Test func aServerOnTheWildcardAddressRefusesRequestsWithoutTheToken() async throws {
-        let publisher = SnapshotPublisher()
-        let access = HTTPAccess(token: Self.token, curveIsOn: true)
-        let server = DashboardServer(address: try HTTPAddress(parsing: "0.0.0.0:0", allowNonLoopback: access.allowsNonLoopback),
-                                     publisher: publisher, access: access, logger: Logger(label: "test"))
-        let running = try await startOffThePool(server)
-        defer { running.task.cancel() }
-        let url = "http://127.0.0.1:\(running.port)/metrics"
-        let refused = try await curl(["-s", "-w", "\n%{http_code}", url])
-        #expect(refused.hasSuffix("\n401") && refused.contains("Authorization: Bearer TOKEN"), "\(refused)")
-        #expect(try await curl(["-s", "-o", "/dev/null", "-w", "%{http_code}", "-H", "Authorization: Bearer wrong-token-0123456789", url]) == "401")
-        #expect(try await curl(["-s", "-o", "/dev/null", "-w", "%{http_code}", "-H", "Authorization: Bearer \(Self.token)", url]) == "200")
-        #expect(try await curl(["-s", "-o", "/dev/null", "-w", "%{http_code}", "-u", "me:\(Self.token)", url]) == "200")
-    }
-}
-
-/// `DashboardServer.start()` blocks its thread until the server listens, and the server needs the
-/// cooperative pool to get there: called on a pool thread while other suites hold the rest of the pool
-/// (2 threads on a 2-core machine), it waits out its deadline. So it is called on a thread of its own.
-private func startOffThePool(_ server: DashboardServer) async throws -> DashboardServer.Running {
-    try await withCheckedThrowingContinuation { (done: CheckedContinuation<DashboardServer.Running, any Error>) in
-        Thread { done.resume(with: Result { try server.start() }) }.start()
-    }
-}
-
-/// Runs curl (a real HTTP client) with `arguments`; returns its standard output. Waits without holding a
-/// thread of the cooperative pool, which the server under test needs.
-private func curl(_ arguments: [String]) async throws -> String {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
-    process.arguments = ["--max-time", "60"] + arguments
-    let output = FileManager.default.temporaryDirectory.appendingPathComponent("opq-curl-\(UUID().uuidString)")
-    _ = FileManager.default.createFile(atPath: output.path, contents: nil)
-    defer { try? FileManager.default.removeItem(at: output) }
-    process.standardOutput = try FileHandle(forWritingTo: output)
-    await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
-        process.terminationHandler = { _ in done.resume() }
-        do { try process.run() } catch { done.resume() }
-    }
-    return (try? String(contentsOf: output, encoding: .utf8)) ?? ""
 }
