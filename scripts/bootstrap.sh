@@ -28,6 +28,8 @@ if [ "${1:-}" = "--tests" ] || [ "${1:-}" = "--deploy" ]; then
     command -v prometheus >/dev/null 2>&1 || missing+=(prometheus)
     command -v chromium >/dev/null 2>&1 || missing+=(chromium)
     command -v curl >/dev/null 2>&1 || missing+=(curl)
+    # GNU time measures a command's peak memory (MapOutputTests).
+    [ -x /usr/bin/time ] || missing+=(time)
     # The foreach media example (examples/media-foreach.yaml): WAV → FLAC and spectrograms.
     command -v sox >/dev/null 2>&1 || missing+=(sox)
     command -v flac >/dev/null 2>&1 || missing+=(flac)

@@ -108,7 +108,9 @@ final class Run: @unchecked Sendable {
     var stdout: String { changed.withLock { String(decoding: output, as: UTF8.self) } }
     /// Standard output as bytes (binary output).
     var stdoutBytes: [UInt8] { changed.withLock { output } }
-    /// The process's peak resident set (`ru_maxrss`, KiB), once it has exited.
+    /// The process's peak resident set (`ru_maxrss`, KiB), once it has exited. Linux charges a child
+    /// spawned from this (large) test process with this process's own peak at its exec: measure a
+    /// command's memory through `/usr/bin/time -f %M` instead.
     var peakResidentKilobytes: Int? { changed.withLock { peakKilobytes } }
     var stderr: String { (try? String(contentsOfFile: stderrPath, encoding: .utf8)) ?? "" }
 
