@@ -74,10 +74,12 @@ struct AttemptRunnerTests {
 
     @Test("shutdown without hand back lets running attempts finish and hands back queued ones")
     func shutdownDrains() async throws {
-        /// Runs until the test opens its gate.
+        /// Runs until the test opens its gate. (Its own bound is far beyond the test's waits: a handler that
+        /// gave up first, on a machine slow enough to delay the shutdown thread, freed the slot for the
+        /// queued attempt, which then ran instead of being handed back.)
         final class Gated: HandlerOperation, @unchecked Sendable {
             static let gate = DispatchSemaphore(value: 0)
-            override func execute() throws { _ = Gated.gate.wait(timeout: .now() + 10) }
+            override func execute() throws { _ = Gated.gate.wait(timeout: .now() + 300) }
         }
         let registry = HandlerRegistry.withBuiltins()
         registry.register("gated") { Gated(context: $0) }
