@@ -58,13 +58,18 @@ struct ForegroundJob {
         let interactive = isatty(STDOUT_FILENO) == 1
         let progress = JobProgress(connection: connection, scope: .job(job), names: names,
                                    interactive: interactive, verbosity: verbosity)
-        progress.onEvent = onEvent
+        let observe = onEvent
+        if let output {
+            progress.onEvent = { event in
+                observe?(event)
+                output.changed(event)
+            }
+            progress.onTurn = { output.turn() }
+        } else {
+            progress.onEvent = observe
+        }
         do {
             // Nothing to show: a Wait costs the coordinator less than a stream of every transition.
-            if let output {
-                progress.onChange = { output.changed($0) }
-                progress.onTurn = { output.turn() }
-            }
             let ending = verbosity == .nothing && !interactive && output == nil && onEvent == nil ? try WaitCommand.blockUntilFinished(connection, job: job, isAlive: isAlive) : try progress.follow(isAlive: isAlive)
             switch ending {
             case .finished:

@@ -46,11 +46,9 @@ final class JobProgress {
     var announces = false
     /// Print JSON lines instead of text (`opq watch --json`).
     var emitsJSON = false
-    /// Told every change of an operation as it is applied (``OutputPrinter``).
-    var onChange: ((Opq_V1_OperationEvent) -> Void)?
     /// Called on every turn of ``follow(signals:deadline:isAlive:)``, at least every 0.2 s.
     var onTurn: (() -> Void)?
-    /// Called with every start and finish, before it is shown (`opq map --joblog`, `--halt`).
+    /// Called with every start and finish, before it is shown (`opq map --joblog`, `--halt`, commands' output).
     var onEvent: ((Opq_V1_OperationEvent) -> Void)?
     /// Print no more permanent lines (after Ctrl-C, one summary line stands for the cancelled operations).
     var isMuted = false
@@ -177,7 +175,6 @@ final class JobProgress {
         let previous = states[change.operation]
         states[change.operation] = change.state
         if change.state == .finished { outcomes[change.operation] = change.outcome }
-        onChange?(change)
         if emitsJSON {
             emitJSON(change, previous: previous)
             return

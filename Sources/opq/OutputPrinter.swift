@@ -95,7 +95,7 @@ final class OutputPrinter {
         return original
     }
 
-    /// A start or finish of an operation of the job (``JobProgress/onChange``).
+    /// A start or finish of an operation of the job (``JobProgress/onEvent``).
     func changed(_ change: Opq_V1_OperationEvent) {
         let id = change.operation
         switch change.state {
