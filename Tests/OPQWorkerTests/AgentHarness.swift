@@ -102,3 +102,14 @@ func connect(_ coordinator: FakeCoordinator, interval: Double = 0.2, liveness: U
     try coordinator.welcome(received.identity, interval: interval, liveness: liveness)
     return received.register
 }
+
+/// Every report the harness's worker sends until its `Goodbye` (nil if none comes, each message within 3 s).
+func reportsUntilGoodbye(_ coordinator: FakeCoordinator) throws -> (reports: [Opq_V1_Report], goodbye: Opq_V1_Goodbye?) {
+    var reports: [Opq_V1_Report] = []
+    var goodbye: Opq_V1_Goodbye?
+    while goodbye == nil, let received = try coordinator.receive(timeout: 3) {
+        reports += received.reports
+        goodbye = received.goodbye
+    }
+    return (reports, goodbye)
+}

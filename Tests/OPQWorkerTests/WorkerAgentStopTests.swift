@@ -31,12 +31,7 @@ struct WorkerAgentStopTests {
         try coordinator.welcome(again.identity)
 
         harness.gate.openGate()
-        var reports: [Opq_V1_Report] = []
-        var goodbye: Opq_V1_Goodbye?
-        while goodbye == nil, let received = try coordinator.receive(timeout: 3) {
-            reports += received.reports
-            goodbye = received.goodbye
-        }
+        let (reports, goodbye) = try reportsUntilGoodbye(coordinator)
         #expect(reports.finished(1)?.status == .succeeded)
         #expect(reports.finished(2) == nil && !reports.started(2))
         let bye = try #require(goodbye)
@@ -60,12 +55,7 @@ struct WorkerAgentStopTests {
         try #require(try coordinator.register(timeout: 2) != nil)
         let stoppedAt = MonotonicClock.now()
         harness.agent.stop()
-        var reports: [Opq_V1_Report] = []
-        var goodbye: Opq_V1_Goodbye?
-        while goodbye == nil, let received = try coordinator.receive(timeout: 3) {
-            reports += received.reports
-            goodbye = received.goodbye
-        }
+        let (reports, goodbye) = try reportsUntilGoodbye(coordinator)
         let bye = try #require(goodbye)
         #expect(MonotonicClock.now() - stoppedAt < 1.5)
         #expect(bye.handedBack.map(\.operation).sorted() == [1, 2])

@@ -17,34 +17,15 @@ usage() { echo "usage: $0 start DIR NODES | stop DIR" >&2; exit 2; }
 action=$1
 dir=$(realpath -m "$2")
 
-# A TCP port nobody listens on now (the kernel's pick for a bind to port 0).
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("0.0.0.0", 0)); print(s.getsockname()[1])'; }
+. "$(dirname "$0")/scratch-slurm.sh"
 
 # The names of what `start` made, read back by `stop` (so stop works from any shell).
 load_names() { [ -s "$dir/names" ] && . "$dir/names"; }
 
 stop() {
-    local name pidfile pid proc i
+    local pid i
     load_names || true
-    if [ -s "$dir/run/slurmctld.pid" ] && kill -0 "$(cat "$dir/run/slurmctld.pid")" 2>/dev/null; then
-        SLURM_CONF="$dir/slurm.conf" scancel --user=root 2>/dev/null || true
-        for _ in $(seq 150); do
-            [ -z "$(SLURM_CONF="$dir/slurm.conf" squeue -h -o %i 2>/dev/null)" ] && break
-            sleep 0.1
-        done
-    fi
-    for pidfile in "$dir"/run/slurmd-*.pid "$dir/run/slurmctld.pid" "$dir/run/munged.pid"; do
-        [ -s "$pidfile" ] || continue
-        pid=$(cat "$pidfile")
-        kill -TERM "$pid" 2>/dev/null || continue
-        for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-        kill -KILL "$pid" 2>/dev/null || true
-    done
-    # Step daemons of jobs that did not end: those with a file open under DIR.
-    for proc in /proc/[0-9]*; do
-        [ "$(cat "$proc/comm" 2>/dev/null)" = slurmstepd ] || continue
-        ls -l "$proc/fd" 2>/dev/null | grep -q " $dir/" && kill -KILL "${proc#/proc/}" 2>/dev/null || true
-    done
+    stop_slurm "$dir" "$dir"/run/slurmd-*.pid "$dir/run/slurmctld.pid" "$dir/run/munged.pid"
     if [ -n "${prefix:-}" ]; then
         for i in $(seq "${nodes:-0}"); do
             # Whatever still runs in the namespace (a worker a test left behind) goes with it.
@@ -59,11 +40,9 @@ start() {
     local nodes=${1:?usage: $0 start DIR NODES}
     [[ "$nodes" =~ ^[1-9][0-9]?$ ]] || { echo "$0: NODES must be 1…99, not '$nodes'" >&2; exit 2; }
     command -v slurmctld >/dev/null && command -v munged >/dev/null && command -v ip >/dev/null ||
-        { echo "$0: slurmctld, munged or ip missing: run scripts/bootstrap.sh --slurm --netns" >&2; exit 2; }
+        { echo "$0: slurmctld, munged or ip missing: run scripts/bootstrap.sh --tests" >&2; exit 2; }
     [ "$(id -u)" -eq 0 ] || { echo "$0: needs root (network namespaces; slurmd runs jobs as their user)" >&2; exit 2; }
-    mkdir -p "$dir"/{run,log,state,spool,munge}
-    chmod 0700 "$dir/munge"
-
+    mkdir -p "$dir"
     # A bridge and a /24 nobody on this host uses: 10.231.S.0/24, S from this shell's pid.
     local prefix subnet i
     prefix="opqs$(( $$ % 100000 ))"
@@ -84,10 +63,7 @@ start() {
         ip -n "$prefix-n$i" link set lo up
     done
 
-    dd if=/dev/urandom of="$dir/munge/munge.key" bs=1024 count=1 status=none
-    chmod 0400 "$dir/munge/munge.key"
-    munged --force --key-file="$dir/munge/munge.key" --socket="$dir/munge/munge.socket" \
-        --pid-file="$dir/run/munged.pid" --log-file="$dir/log/munged.log" --seed-file="$dir/munge/seed"
+    start_munge "$dir"
 
     local hardware node_lines=""
     hardware=$(slurmd -C | head -1 | sed 's/^NodeName=[^ ]* //; s/ UpTime=.*//')
@@ -100,31 +76,10 @@ ClusterName=opq-netns
 SlurmctldHost=$(hostname -s)($subnet.1)
 SlurmctldPort=$(free_port)
 SlurmdPort=6818
-SlurmUser=root
-SlurmdUser=root
-AuthType=auth/munge
-CredType=cred/munge
-AuthInfo=socket=$dir/munge/munge.socket
-ProctrackType=proctrack/linuxproc
-TaskPlugin=task/none
-JobAcctGatherType=jobacct_gather/none
-AccountingStorageType=accounting_storage/none
-SelectType=select/cons_tres
-SelectTypeParameters=CR_Core
-SchedulerType=sched/backfill
-StateSaveLocation=$dir/state
+$(common_conf "$dir")
 SlurmdSpoolDir=$dir/spool/%n
-SlurmctldPidFile=$dir/run/slurmctld.pid
 SlurmdPidFile=$dir/run/slurmd-%n.pid
-SlurmctldLogFile=$dir/log/slurmctld.log
 SlurmdLogFile=$dir/log/slurmd-%n.log
-SlurmctldDebug=info
-SlurmdDebug=info
-ReturnToService=2
-KillWait=5
-MinJobAge=300
-InactiveLimit=0
-MpiDefault=none
 ${node_lines}PartitionName=opq Nodes=opq-n[1-$nodes] Default=YES MaxTime=INFINITE State=UP OverSubscribe=NO
 CONF
     export SLURM_CONF="$dir/slurm.conf"

@@ -17,44 +17,15 @@ usage() { echo "usage: $0 start|stop DIR" >&2; exit 2; }
 action=$1
 dir=$(realpath -m "$2")
 
-# A TCP port nobody listens on now (the kernel's pick for a bind to port 0).
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+. "$(dirname "$0")/scratch-slurm.sh"
 
-stop() {
-    local name pidfile pid proc
-    # Jobs first: cancelled (SIGTERM, SIGKILL after KillWait), then the daemons.
-    if [ -s "$dir/run/slurmctld.pid" ] && kill -0 "$(cat "$dir/run/slurmctld.pid")" 2>/dev/null; then
-        SLURM_CONF="$dir/slurm.conf" scancel --user=root 2>/dev/null || true
-        for _ in $(seq 150); do
-            [ -z "$(SLURM_CONF="$dir/slurm.conf" squeue -h -o %i 2>/dev/null)" ] && break
-            sleep 0.1
-        done
-    fi
-    for name in slurmd slurmctld munged; do
-        pidfile="$dir/run/$name.pid"
-        [ -s "$pidfile" ] || continue
-        pid=$(cat "$pidfile")
-        kill -TERM "$pid" 2>/dev/null || continue
-        for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-        kill -KILL "$pid" 2>/dev/null || true
-    done
-    # Step daemons still alive (a job that did not end): those with a file open under DIR.
-    for proc in /proc/[0-9]*; do
-        [ "$(cat "$proc/comm" 2>/dev/null)" = slurmstepd ] || continue
-        ls -l "$proc/fd" 2>/dev/null | grep -q " $dir/" && kill -KILL "${proc#/proc/}" 2>/dev/null || true
-    done
-}
+stop() { stop_slurm "$dir" "$dir/run/slurmd.pid" "$dir/run/slurmctld.pid" "$dir/run/munged.pid"; }
 
 start() {
     command -v slurmctld >/dev/null && command -v munged >/dev/null ||
         { echo "$0: slurmctld or munged missing: run scripts/bootstrap.sh --slurm" >&2; exit 2; }
     [ "$(id -u)" -eq 0 ] || { echo "$0: needs root (slurmd runs jobs as their user)" >&2; exit 2; }
-    mkdir -p "$dir"/{run,log,state,spool,munge}
-    chmod 0700 "$dir/munge"
-    dd if=/dev/urandom of="$dir/munge/munge.key" bs=1024 count=1 status=none
-    chmod 0400 "$dir/munge/munge.key"
-    munged --force --key-file="$dir/munge/munge.key" --socket="$dir/munge/munge.socket" \
-        --pid-file="$dir/run/munged.pid" --log-file="$dir/log/munged.log" --seed-file="$dir/munge/seed"
+    start_munge "$dir"
 
     local node hardware ctld_port slurmd_port
     node=$(hostname -s)
@@ -67,31 +38,10 @@ ClusterName=opq-test
 SlurmctldHost=$node(127.0.0.1)
 SlurmctldPort=$ctld_port
 SlurmdPort=$slurmd_port
-SlurmUser=root
-SlurmdUser=root
-AuthType=auth/munge
-CredType=cred/munge
-AuthInfo=socket=$dir/munge/munge.socket
-ProctrackType=proctrack/linuxproc
-TaskPlugin=task/none
-JobAcctGatherType=jobacct_gather/none
-AccountingStorageType=accounting_storage/none
-SelectType=select/cons_tres
-SelectTypeParameters=CR_Core
-SchedulerType=sched/backfill
-StateSaveLocation=$dir/state
+$(common_conf "$dir")
 SlurmdSpoolDir=$dir/spool
-SlurmctldPidFile=$dir/run/slurmctld.pid
 SlurmdPidFile=$dir/run/slurmd.pid
-SlurmctldLogFile=$dir/log/slurmctld.log
 SlurmdLogFile=$dir/log/slurmd.log
-SlurmctldDebug=info
-SlurmdDebug=info
-ReturnToService=2
-KillWait=5
-MinJobAge=300
-InactiveLimit=0
-MpiDefault=none
 NodeName=$node NodeAddr=127.0.0.1 $hardware State=UNKNOWN
 PartitionName=opq Nodes=$node Default=YES MaxTime=INFINITE State=UP OverSubscribe=NO
 CONF
