@@ -131,7 +131,7 @@ enum MapOutputBenchmark {
             "output throughput: \(Format.grouped(report.commands)) commands × \(Format.grouped(report.bytesPerCommand)) bytes "
                 + "(= \(Format.fixed(megabytes, 1)) MB) to a file, \(report.slots) at a time, median of \(report.rounds) round(s)",
             table.render(),
-            "  opq × = opq map's MB/s over the tool's; FILE = a 100 KB file, the path on every input line.",
+            "  each input line is the path of one 100 KB file, appended to the command; opq × = opq map's MB/s over the tool's.",
         ]
     }
 }
