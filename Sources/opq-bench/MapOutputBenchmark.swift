@@ -121,7 +121,7 @@ enum MapOutputBenchmark {
                 continue
             }
             let ratio = tool.name == "opq map" ? "" : opqTime.map { Format.fixed(median / $0, 2) } ?? ""
-            let verdict = tool.intact ? "\(Format.size(report.commands)) whole copies"
+            let verdict = tool.intact ? "\(Format.grouped(report.commands)) whole copies"
                 : tool.grouped ? "WRONG (want \(Format.grouped(report.expectedBytes)) bytes, whole copies)"
                 : "copies interleaved (not grouped)"
             table.append([tool.name, tool.command, Format.seconds(median), Format.fixed(megabytes / median, 1), ratio,
