@@ -4,12 +4,15 @@ import OPQSpawn
 /// `opq-bench map`: `opq map --local 2 -- true` over N lines of input, beside `xargs -P 2 -n 1 true` and
 /// GNU `parallel -j 2 true`, each run as a user would from a shell (standard input from a file, output
 /// discarded), interleaved round by round so all three see the same machine load. Reports each tool's
-/// median rate and opq's ratio to the others.
+/// median rate and opq's ratio to the others. Then the same three print 100 KB per command with `-k`
+/// (``MapOutputBenchmark``).
 enum MapBenchmark {
     struct Options {
         var lines = 2_000
         var rounds = 5
         var slots = 2
+        var outputCommands = 1_000
+        var output = true
         var binDirectory: String?
         var json = false
 
@@ -18,9 +21,14 @@ enum MapBenchmark {
           Runs `opq map --local S -- true` over N input lines, `xargs -P S -n 1 true` and GNU `parallel -j S true`
           on the same input, interleaved for R rounds, and prints each one's median rate and opq's ratios.
           Every run is the whole command, start-up included (opq starts its private cluster each time).
+          Then output throughput: C commands each printing 100 KB (head -c 102400 FILE) through
+          `opq map --local S -k`, `xargs -P S` and `parallel -k -j S`, to a file, interleaved for R rounds;
+          prints each one's median time, MB/s, opq's ratios and the bytes each wrote.
 
-          --smoke           100 lines, 1 round (CI)
+          --smoke           100 lines, 20 output commands, 1 round (CI)
           --lines N         input lines (default 2000)
+          --output-commands C  commands printing 100 KB each (default 1000)
+          --no-output       skip the output throughput
           --rounds R        rounds (default 5)
           --slots S         commands at a time (default 2)
           --bin-dir DIR     where opq, opq-coordinator and opq-worker are (default: beside opq-bench)
@@ -32,10 +40,12 @@ enum MapBenchmark {
             var reader = ArgumentReader(arguments, command: "opq-bench map", usage: usage)
             while let argument = reader.next() {
                 switch argument {
-                case "--smoke": options.lines = 100; options.rounds = 1
+                case "--smoke": options.lines = 100; options.outputCommands = 20; options.rounds = 1
                 case "--lines": options.lines = reader.positive(for: argument)
                 case "--rounds": options.rounds = reader.positive(for: argument)
                 case "--slots": options.slots = reader.positive(for: argument)
+                case "--output-commands": options.outputCommands = reader.positive(for: argument)
+                case "--no-output": options.output = false
                 case "--bin-dir": options.binDirectory = reader.value(for: argument)
                 case "--json": options.json = true
                 default: reader.unknown(argument)
@@ -53,11 +63,14 @@ enum MapBenchmark {
         var seconds: [Double] = []
         var installed = true
 
-        var medianSeconds: Double? {
-            guard !seconds.isEmpty else { return nil }
-            let sorted = seconds.sorted()
-            return sorted.count % 2 == 1 ? sorted[sorted.count / 2] : (sorted[sorted.count / 2 - 1] + sorted[sorted.count / 2]) / 2
-        }
+        var medianSeconds: Double? { MapBenchmark.median(seconds) }
+    }
+
+    /// The median of `values`; nil when empty.
+    static func median(_ values: [Double]) -> Double? {
+        guard !values.isEmpty else { return nil }
+        let sorted = values.sorted()
+        return sorted.count % 2 == 1 ? sorted[sorted.count / 2] : (sorted[sorted.count / 2 - 1] + sorted[sorted.count / 2]) / 2
     }
 
     struct Report: Codable {
@@ -70,6 +83,8 @@ enum MapBenchmark {
         /// opq's rate over xargs' (target ≥ 0.9) and over GNU parallel's (target ≥ 5), from the medians.
         var ratioToXargs: Double?
         var ratioToParallel: Double?
+        /// Output throughput (nil with --no-output).
+        var output: MapOutputBenchmark.Report?
     }
 
     static func run(_ arguments: [String]) -> Int32 {
@@ -120,13 +135,27 @@ enum MapBenchmark {
                 }
             }
         }
-        report.loadAtEnd = ClusterReport.loadAverage()
         report.tools = tools
         if let opqTime = tools[0].medianSeconds {
             report.ratioToXargs = tools[1].medianSeconds.map { $0 / opqTime }
             report.ratioToParallel = tools[2].medianSeconds.map { $0 / opqTime }
         }
+        if options.output {
+            do {
+                report.output = try MapOutputBenchmark.run(opq: opq, commands: options.outputCommands,
+                                                           rounds: options.rounds, slots: options.slots)
+            } catch {
+                print("opq-bench map: output throughput: \(error)", to: &standardError)
+                return 1
+            }
+        }
+        report.loadAtEnd = ClusterReport.loadAverage()
         print(options.json ? json(report) : text(report))
+        if let failures = report.output?.failures, !failures.isEmpty {
+            print("opq-bench map: \(failures.joined(separator: " and ")) did not write \(options.outputCommands) whole "
+                  + "copies of the 100 KB output with -k", to: &standardError)
+            return 1
+        }
         return 0
     }
 
@@ -165,6 +194,10 @@ enum MapBenchmark {
             // For scale: what the parallel target asks is relative to what xargs itself reaches here.
             lines.append("  for scale: xargs -P is \(Format.fixed(parallel / xargs, 2))× GNU parallel on this machine")
         }
+        if let output = report.output {
+            lines.append("")
+            lines += MapOutputBenchmark.text(output)
+        }
         return lines.joined(separator: "\n")
     }
 }
@@ -182,18 +215,22 @@ enum TimedCommand {
         return nil
     }
 
-    static func run(_ argv: [String], input: String) throws -> Double {
+    /// Standard output goes to `outputPath` (truncated first), else to /dev/null; `environment` is added
+    /// to this process's.
+    static func run(_ argv: [String], input: String, outputPath: String? = nil,
+                    environment: [String: String] = [:]) throws -> Double {
         guard let executable = find(argv[0]) else { throw ClusterBenchError("\(argv[0]) not found") }
         let errors = FileManager.default.temporaryDirectory.appendingPathComponent("opq-bench-map-\(getpid()).err").path
         defer { try? FileManager.default.removeItem(atPath: errors) }
-        let output = open("/dev/null", O_WRONLY | O_CLOEXEC)
+        let output = outputPath.map { open($0, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644) } ?? open("/dev/null", O_WRONLY | O_CLOEXEC)
+        guard output >= 0 else { throw ClusterBenchError("cannot open \(outputPath ?? "/dev/null"): \(String(cString: strerror(errno)))") }
         let errorLog = open(errors, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
         defer { close(output); close(errorLog) }
-        guard output >= 0, errorLog >= 0 else { throw ClusterBenchError("cannot open \(errors): \(String(cString: strerror(errno)))") }
+        guard errorLog >= 0 else { throw ClusterBenchError("cannot open \(errors): \(String(cString: strerror(errno)))") }
         let arguments = [executable] + argv.dropFirst()
         let started = Clock.nanoseconds()
         let pid: pid_t
-        switch ChildSpawn.spawn(executable, arguments: Array(argv.dropFirst()), environment: ChildSpawn.environment(),
+        switch ChildSpawn.spawn(executable, arguments: Array(argv.dropFirst()), environment: ChildSpawn.environment(adding: environment),
                                 stdinPath: input, stdout: output, stderr: errorLog) {
         case .success(let child): pid = child
         case .failure(let failure): throw ClusterBenchError("cannot start \(executable): \(failure)")
