@@ -32,6 +32,10 @@ enum JSONOutput {
         return object
     }
 
+    /// The `"version"` of the objects `opq show --json` and `opq status --json` print: raised when a
+    /// field changes meaning or goes away (new fields may appear without it).
+    static let version = 1
+
     /// An operation as the CLI documents it: id, name, job, queue, state, outcome, priority, attempts, worker, exitCode.
     static func operation(_ info: Opq_V1_OperationInfo) -> [String: Any] {
         [
