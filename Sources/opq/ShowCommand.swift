@@ -50,9 +50,6 @@ struct ShowCommand: ParsableCommand {
             var object = JSONOutput.operation(info)
             object["version"] = JSONOutput.version
             for (key, value) in Self.work(info.work) { object[key] = value }
-            object["ranOn"] = info.finishedBy.isEmpty ? NSNull() : info.finishedBy as Any
-            object["startedAt"] = info.hasStartedAt ? Self.time(info.startedAt, local: false) as Any : NSNull()
-            object["endedAt"] = info.hasEndedAt ? Self.time(info.endedAt, local: false) as Any : NSNull()
             object["dependencies"] = info.dependencies
             object["labels"] = info.labels
             object["waiting"] = info.blockers.map(JSONOutput.blocker)
@@ -77,9 +74,9 @@ struct ShowCommand: ParsableCommand {
         } else if !info.finishedBy.isEmpty {
             print("  worker:     ran on \(info.finishedBy)")
         }
-        if info.hasStartedAt { print("  started:    \(Self.time(info.startedAt, local: true))") }
+        if info.hasStartedAt { print("  started:    \(JSONOutput.time(info.startedAt, local: true))") }
         if info.hasEndedAt {
-            print("  ended:      \(Self.time(info.endedAt, local: true))" + String(format: " (after %.2f s)", info.durationSeconds))
+            print("  ended:      \(JSONOutput.time(info.endedAt, local: true))" + String(format: " (after %.2f s)", info.durationSeconds))
         }
         if info.hasExitCode { print("  exit code:  \(info.exitCode)") }
         if info.hasSignal { print("  signal:     \(info.signal)") }
@@ -87,14 +84,6 @@ struct ShowCommand: ParsableCommand {
         if !info.dependencies.isEmpty { print("  after:      " + info.dependencies.map { "op-\($0)" }.joined(separator: " ")) }
         if info.barrier { print("  barrier:    yes") }
         for (k, blocker) in info.blockers.enumerated() { print((k == 0 ? "  waiting:    " : "              ") + blocker.text) }
-    }
-
-    /// Unix seconds as ISO-8601 with milliseconds: in the local time zone, or UTC (`Z`).
-    static func time(_ seconds: Double, local: Bool) -> String {
-        let formatter = ISO8601DateFormatter()
-        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-        formatter.timeZone = local ? .current : TimeZone(identifier: "UTC")
-        return formatter.string(from: Date(timeIntervalSince1970: seconds))
     }
 
     /// What the operation runs, for --json: `command` (argv), `shell` (the script of a `/bin/sh -c`),

@@ -80,7 +80,10 @@ import Testing
 
         // `opq status --json` objects carry the version too.
         let job = try #require(info["job"] as? Int)
-        #expect(try json(try cluster.opq(["status", "job-\(job)", "--json"]).stdout)["version"] as? Int == 1)
+        let status = try json(try cluster.opq(["status", "job-\(job)", "--json"]).stdout)
+        #expect(status["version"] as? Int == 1)
+        let listed = try #require((status["operations"] as? [[String: Any]])?.first, "\(status)")
+        #expect(listed["ranOn"] as? String == "w1" && date(listed["endedAt"]) == ended, "\(listed)")
         #expect(try json(try cluster.opq(["status", "--json"]).stdout)["version"] as? Int == 1)
     }
 }
