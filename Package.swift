@@ -142,7 +142,9 @@ let package = Package(
         .testTarget(name: "OPQWorkerTests", dependencies: ["OPQWorker"]),
         .testTarget(name: "OPQJobFileTests", dependencies: ["OPQJobFile", "OPQCore"]),
         .testTarget(name: "OPQCLITests", dependencies: ["OPQCore", "OPQSpawn"]),
-        .testTarget(name: "OPQJournalTests", dependencies: ["OPQJournal", "OPQCore", "OPQWire"]),
+        .testTarget(
+            name: "OPQJournalTests",
+            dependencies: ["OPQJournal", "OPQCore", "OPQWire", .product(name: "GRDB", package: "GRDB.swift")]),
         .testTarget(name: "OPQCoordinatorTests", dependencies: ["OPQCoordinator", "OPQCore", "OPQWire", "ZeroMQ"]),
         .testTarget(
             name: "OPQDashboardTests",

@@ -193,7 +193,7 @@ extension Coordinator {
                 duration: finished.durationSeconds,
                 stdout: finished.hasStdout ? finished.stdout.bytes(in: raw) : [], stdoutTotal: finished.stdout.totalBytes,
                 stderr: finished.hasStderr ? finished.stderr.bytes(in: raw) : [], stderrTotal: finished.stderr.totalBytes,
-                errorMessage: finished.errorMessage)
+                errorMessage: finished.errorMessage, worker: session.id.name, endedAt: now)
             outputs.record(output, for: id)
             spool.finished(id, attempt: finished.attempt, totals: [finished.stdout.totalBytes, finished.stderr.totalBytes])
             if output.isWorthJournaling { durability?.journal.append(output: output, of: id) }

@@ -85,6 +85,11 @@ extension Coordinator {
             if let code = record.exitCode { info.exitCode = code }
             if let signal = record.signal { info.signal = signal }
             info.durationSeconds = record.duration
+            info.finishedBy = record.worker
+            if let ended = record.endedAt {
+                info.endedAt = ended
+                info.startedAt = ended - record.duration
+            }
             if includeOutput {
                 info.stdout = Opq_V1_OutputTail.attach(record.stdout, total: Int(record.stdoutTotal), to: &raw)
                 info.stderr = Opq_V1_OutputTail.attach(record.stderr, total: Int(record.stderrTotal), to: &raw)

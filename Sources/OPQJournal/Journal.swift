@@ -95,7 +95,7 @@ public final class Journal {
                     CREATE TABLE outputs (
                         operation INTEGER PRIMARY KEY, exit_code INTEGER, signal INTEGER, duration REAL NOT NULL,
                         stdout BLOB NOT NULL, stdout_total INTEGER NOT NULL, stderr BLOB NOT NULL,
-                        stderr_total INTEGER NOT NULL, message TEXT NOT NULL);
+                        stderr_total INTEGER NOT NULL, message TEXT NOT NULL, worker TEXT NOT NULL DEFAULT '', ended_at REAL);
                     PRAGMA application_id = \(applicationID);
                     PRAGMA user_version = \(schemaVersion);
                     """)
@@ -110,7 +110,21 @@ public final class Journal {
         guard version <= schemaVersion else { throw JournalError.newerSchema(path: path, version: version) }
         let journal = try Int.fetchOne(db, sql: "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN ('journal', 'outputs')")
         guard journal == 2 else { throw JournalError.corrupt(path: path, problem: "its tables are missing") }
+        try addOutputColumns(db)
         try enableWAL(db, path: path)
+    }
+
+    /// Adds the `outputs` columns a journal written before them lacks (the worker and end time of a
+    /// finish). The schema version stays: an older coordinator still reads and writes the table.
+    private static func addOutputColumns(_ db: Database) throws {
+        let columns = Set(try Row.fetchAll(db, sql: "PRAGMA table_info(outputs)").map { $0["name"] as String })
+        try db.inTransaction {
+            if !columns.contains("worker") {
+                try db.execute(sql: "ALTER TABLE outputs ADD COLUMN worker TEXT NOT NULL DEFAULT ''")
+            }
+            if !columns.contains("ended_at") { try db.execute(sql: "ALTER TABLE outputs ADD COLUMN ended_at REAL") }
+            return .commit
+        }
     }
 
     /// WAL mode, set only once the file is known to be an opq journal (it rewrites the file's header).
@@ -235,14 +249,14 @@ public final class Journal {
         }
         if !pendingOutputs.isEmpty {
             let insert = try db.cachedStatement(sql: """
-                INSERT OR REPLACE INTO outputs (operation, exit_code, signal, duration, stdout, stdout_total, stderr, stderr_total, message)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+                INSERT OR REPLACE INTO outputs (operation, exit_code, signal, duration, stdout, stdout_total, stderr, stderr_total, message, worker, ended_at)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """)
             for (id, output) in pendingOutputs {
                 insert.setUncheckedArguments([
                     Int64(id.rawValue), output.exitCode.map { Int64($0) }, output.signal.map { Int64($0) }, output.duration,
                     Data(output.stdout), Int64(clamping: output.stdoutTotal), Data(output.stderr),
-                    Int64(clamping: output.stderrTotal), output.errorMessage,
+                    Int64(clamping: output.stderrTotal), output.errorMessage, output.worker, output.endedAt,
                 ])
                 try insert.execute()
             }
@@ -291,7 +305,8 @@ public final class Journal {
     public func forEachOutput(_ body: (OperationID, OperationOutput) throws -> Void) throws {
         try read { db in
             let rows = try Row.fetchCursor(db, sql: """
-                SELECT operation, exit_code, signal, duration, stdout, stdout_total, stderr, stderr_total, message FROM outputs ORDER BY rowid
+                SELECT operation, exit_code, signal, duration, stdout, stdout_total, stderr, stderr_total, message, worker, ended_at
+                FROM outputs ORDER BY rowid
                 """)
             while let row = try rows.next() {
                 let stdout: Data = row[4], stderr: Data = row[6]
@@ -299,7 +314,8 @@ public final class Journal {
                 try body(OperationID(UInt64(bitPattern: row[0])), OperationOutput(
                     exitCode: exit.map { Int32(truncatingIfNeeded: $0) }, signal: signal.map { Int32(truncatingIfNeeded: $0) },
                     duration: row[3], stdout: [UInt8](stdout), stdoutTotal: UInt64(max(0, row[5] as Int64)),
-                    stderr: [UInt8](stderr), stderrTotal: UInt64(max(0, row[7] as Int64)), errorMessage: row[8]))
+                    stderr: [UInt8](stderr), stderrTotal: UInt64(max(0, row[7] as Int64)), errorMessage: row[8],
+                    worker: row[9], endedAt: row[10]))
             }
         }
     }

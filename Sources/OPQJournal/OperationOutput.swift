@@ -1,5 +1,8 @@
-/// What the last report of an operation said beyond its outcome: exit status, duration and the captured
-/// output tails. Journaled with the report that carried it when ``isWorthJournaling``.
+/// What the last report of an operation said beyond its outcome: exit status, duration, the captured
+/// output tails, the worker that sent it and when it arrived. Journaled with the report that carried it
+/// when ``isWorthJournaling``: the worker and end time alone do not make a report worth journaling, so
+/// after a coordinator restart they survive only with an output worth keeping (a silent success then
+/// shows no worker, start or end).
 public struct OperationOutput: Sendable, Equatable {
     /// A command's exit status.
     public var exitCode: Int32?
@@ -17,11 +20,18 @@ public struct OperationOutput: Sendable, Equatable {
     public var stderrTotal: UInt64
     /// Why the attempt failed, in words (empty on success).
     public var errorMessage: String
+    /// The worker whose report finished the operation (empty: unknown, e.g. a journal from before it was kept).
+    public var worker: String
+    /// When that report arrived, in Unix seconds on the coordinator's clock (nil: unknown).
+    public var endedAt: Double?
+
+    /// When the attempt started: ``endedAt`` less ``duration``.
+    public var startedAt: Double? { endedAt.map { $0 - duration } }
 
     /// Creates an output record.
 
     public init(exitCode: Int32?, signal: Int32?, duration: Double, stdout: [UInt8], stdoutTotal: UInt64,
-                stderr: [UInt8], stderrTotal: UInt64, errorMessage: String) {
+                stderr: [UInt8], stderrTotal: UInt64, errorMessage: String, worker: String = "", endedAt: Double? = nil) {
         self.exitCode = exitCode
         self.signal = signal
         self.duration = duration
@@ -30,6 +40,8 @@ public struct OperationOutput: Sendable, Equatable {
         self.stderr = stderr
         self.stderrTotal = stderrTotal
         self.errorMessage = errorMessage
+        self.worker = worker
+        self.endedAt = endedAt
     }
 
     /// Nothing worth keeping: no exit status, no output, no message (a handler's plain success).

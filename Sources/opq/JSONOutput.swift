@@ -32,7 +32,20 @@ enum JSONOutput {
         return object
     }
 
-    /// An operation as the CLI documents it: id, name, job, queue, state, outcome, priority, attempts, worker, exitCode.
+    /// The `"version"` of the objects `opq show --json` and `opq status --json` print: raised when a
+    /// field changes meaning or goes away (new fields may appear without it).
+    static let version = 1
+
+    /// Unix seconds as ISO-8601 with milliseconds: in the local time zone, or UTC (`Z`).
+    static func time(_ seconds: Double, local: Bool) -> String {
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        formatter.timeZone = local ? .current : TimeZone(identifier: "UTC")
+        return formatter.string(from: Date(timeIntervalSince1970: seconds))
+    }
+
+    /// An operation as the CLI documents it: id, name, job, queue, state, outcome, priority, attempts, worker
+    /// (holding the current attempt), ranOn, startedAt, endedAt (of the attempt that finished it), exitCode.
     static func operation(_ info: Opq_V1_OperationInfo) -> [String: Any] {
         [
             "id": info.id,
@@ -44,6 +57,9 @@ enum JSONOutput {
             "priority": info.queuePriority.description,
             "attempts": info.attempt,
             "worker": info.worker.isEmpty ? NSNull() : info.worker as Any,
+            "ranOn": info.finishedBy.isEmpty ? NSNull() : info.finishedBy as Any,
+            "startedAt": info.hasStartedAt ? time(info.startedAt, local: false) as Any : NSNull(),
+            "endedAt": info.hasEndedAt ? time(info.endedAt, local: false) as Any : NSNull(),
             "exitCode": info.hasExitCode ? info.exitCode as Any : NSNull(),
             "barrier": info.barrier,
             "durationSeconds": info.hasDurationSeconds ? info.durationSeconds as Any : NSNull(),

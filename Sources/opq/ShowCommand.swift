@@ -2,17 +2,25 @@ import ArgumentParser
 import Foundation
 import OPQClient
 import OPQCore
+import OPQJobFile
 import OPQWire
 
 /// `opq show OP`: everything known about one operation.
 struct ShowCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "show",
-        abstract: "Show one operation: state, outcome, queue, priority, attempts, worker, exit code.",
+        abstract: "Show one operation: command, state, outcome, queue, priority, attempts, worker, times, exit code.",
         discussion: """
             Examples:
               opq show op-17
-              opq show 17 --json    # {"id": 17, "name": …, "job": …, "queue": …, "state": …, "outcome": …, …}
+              opq show 17 --json    # {"version": 1, "id": 17, "name": …, "command": […], "state": …, "ranOn": "w1", …}
+
+            "worker:" is the worker running the current attempt, or "ran on W" once the operation finished:
+            the worker whose report finished it, with "started:" and "ended:" (local ISO-8601 times). In
+            --json: "worker" (current holder or null), "ranOn", "startedAt", "endedAt" (ISO-8601 UTC or
+            null), and "command" (argv), "shell" (a `sh -c` script), "commands" (a list) or "handler".
+            A coordinator restarted since keeps the worker and times only of reports it journaled (with
+            output, a message or a non-zero exit).
 
             An operation that has not started says why ("waiting:"): the dependencies it waits for, a
             suspended queue, a queue at its maximum, no live worker serving its queue with its labels,
@@ -26,7 +34,7 @@ struct ShowCommand: ParsableCommand {
     @Argument(help: "op-N or N.")
     var operation: String
 
-    @Flag(help: "Print JSON with stable field names (id, name, job, queue, state, outcome, priority, attempts, worker, exitCode, …).")
+    @Flag(help: "Print JSON with stable field names (version, id, name, job, queue, command, state, outcome, priority, attempts, worker, ranOn, startedAt, endedAt, exitCode, …).")
     var json = false
 
     func run() throws {
@@ -40,6 +48,8 @@ struct ShowCommand: ParsableCommand {
         }
         if json {
             var object = JSONOutput.operation(info)
+            object["version"] = JSONOutput.version
+            for (key, value) in Self.work(info.work) { object[key] = value }
             object["dependencies"] = info.dependencies
             object["labels"] = info.labels
             object["waiting"] = info.blockers.map(JSONOutput.blocker)
@@ -53,18 +63,59 @@ struct ShowCommand: ParsableCommand {
         let state = info.state == .finished ? JobProgress.word(info.outcome) : (info.coreState?.description ?? "?")
         print("op-\(info.id)\(info.name.isEmpty ? "" : " (\(info.name))")")
         print("  job:        job-\(info.job)")
+        if let command = Self.commandLine(info.work) { print("  command:    \(command)") }
         print("  queue:      \(info.queue)")
         print("  state:      \(state)\(info.cancelled && info.state != .finished ? " (cancelled)" : "")"
               + (info.state == .finished && info.reason == .upToDate ? " (up to date: outputs newer than inputs, not run)" : ""))
         print("  priority:   \(info.queuePriority)")
         print("  attempts:   \(info.attempt)")
-        if !info.worker.isEmpty { print("  worker:     \(info.worker)") }
+        if !info.worker.isEmpty {
+            print("  worker:     \(info.worker)")
+        } else if !info.finishedBy.isEmpty {
+            print("  worker:     ran on \(info.finishedBy)")
+        }
+        if info.hasStartedAt { print("  started:    \(JSONOutput.time(info.startedAt, local: true))") }
+        if info.hasEndedAt {
+            print("  ended:      \(JSONOutput.time(info.endedAt, local: true))" + String(format: " (after %.2f s)", info.durationSeconds))
+        }
         if info.hasExitCode { print("  exit code:  \(info.exitCode)") }
         if info.hasSignal { print("  signal:     \(info.signal)") }
         if info.hasDurationSeconds { print(String(format: "  duration:   %.2f s", info.durationSeconds)) }
         if !info.dependencies.isEmpty { print("  after:      " + info.dependencies.map { "op-\($0)" }.joined(separator: " ")) }
         if info.barrier { print("  barrier:    yes") }
         for (k, blocker) in info.blockers.enumerated() { print((k == 0 ? "  waiting:    " : "              ") + blocker.text) }
+    }
+
+    /// What the operation runs, for --json: `command` (argv), `shell` (the script of a `/bin/sh -c`),
+    /// `commands` (a list, each as argv) or `handler` (its name); nothing for an empty operation.
+    static func work(_ work: Opq_V1_Work) -> [String: Any] {
+        switch work.kind {
+        case .command(let command):
+            if let script = shellScript(command) { return ["shell": script] }
+            return ["command": command.argv]
+        case .commands(let list): return ["commands": list.commands.map(\.argv)]
+        case .handler(let handler): return ["handler": handler.name]
+        case nil: return [:]
+        }
+    }
+
+    /// What the operation runs as one line: a script as written, argv words quoted as a shell would need.
+    static func commandLine(_ work: Opq_V1_Work) -> String? {
+        func line(_ command: Opq_V1_Command) -> String {
+            shellScript(command) ?? command.argv.map(Joblog.quoted).joined(separator: " ")
+        }
+        switch work.kind {
+        case .command(let command): return line(command)
+        case .commands(let list): return list.commands.map(line).joined(separator: " && ")
+        case .handler(let handler): return "handler \(handler.name)"
+        case nil: return nil
+        }
+    }
+
+    /// The script of a `/bin/sh -c SCRIPT` command (how `shell:` and `--shell` run), else nil.
+    private static func shellScript(_ command: Opq_V1_Command) -> String? {
+        let argv = command.argv
+        return argv.count == 3 && argv[0] == "/bin/sh" && argv[1] == "-c" ? argv[2] : nil
     }
 
     /// Parses `op-N` or `N`, or fails with the usage status.

@@ -13,7 +13,7 @@ struct StatusCommand: ParsableCommand {
             Examples:
               opq status                     # every job's progress, every queue's settings and counts
               opq status job-3               # one line per operation of job-3
-              opq status job-3 --json        # {"job": 3, "finished": true, "operations": [{"id": …, "state": …}, …]}
+              opq status job-3 --json        # {"version": 1, "job": 3, "finished": true, "operations": [{"id": …, "state": …}, …]}
             """
     )
 
@@ -47,7 +47,7 @@ struct StatusCommand: ParsableCommand {
             $0.getJob.includeOperations = true
         }.reply.job
         if json {
-            print(JSONOutput.string(["job": info.id, "finished": info.finished, "counts": Self.counts(info.counts),
+            print(JSONOutput.string(["version": JSONOutput.version, "job": info.id, "finished": info.finished, "counts": Self.counts(info.counts),
                                      "operations": info.details.map(JSONOutput.operation)]))
             return
         }
@@ -69,6 +69,7 @@ struct StatusCommand: ParsableCommand {
         let queues = try connection.request { $0.listQueues = Opq_V1_ListQueues() }.reply.queues.queues
         if json {
             print(JSONOutput.string([
+                "version": JSONOutput.version,
                 "jobs": jobs.map { ["id": $0.id, "finished": $0.finished, "counts": Self.counts($0.counts)] as [String: Any] },
                 "queues": queues.map {
                     ["name": $0.name, "maxConcurrent": $0.maxConcurrent, "suspended": $0.suspended, "counts": Self.counts($0.counts)] as [String: Any]

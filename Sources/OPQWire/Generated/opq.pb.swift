@@ -2972,6 +2972,33 @@ public nonisolated struct Opq_V1_OperationInfo: @unchecked Sendable {
     set {_uniqueStorage()._blockers = newValue}
   }
 
+  /// Kept after the operation finished (from its last finish report; after a coordinator restart only
+  /// when that report was journaled, i.e. it carried output, a message or a non-zero exit):
+  public var finishedBy: String {
+    get {_storage._finishedBy}
+    set {_uniqueStorage()._finishedBy = newValue}
+  }
+
+  /// Unix seconds (coordinator's clock): ended_at - duration_seconds.
+  public var startedAt: Double {
+    get {_storage._startedAt ?? 0}
+    set {_uniqueStorage()._startedAt = newValue}
+  }
+  /// Returns true if `startedAt` has been explicitly set.
+  public var hasStartedAt: Bool {_storage._startedAt != nil}
+  /// Clears the value of `startedAt`. Subsequent reads from it will return its default value.
+  public mutating func clearStartedAt() {_uniqueStorage()._startedAt = nil}
+
+  /// Unix seconds (coordinator's clock) when the last attempt's report arrived.
+  public var endedAt: Double {
+    get {_storage._endedAt ?? 0}
+    set {_uniqueStorage()._endedAt = newValue}
+  }
+  /// Returns true if `endedAt` has been explicitly set.
+  public var hasEndedAt: Bool {_storage._endedAt != nil}
+  /// Clears the value of `endedAt`. Subsequent reads from it will return its default value.
+  public mutating func clearEndedAt() {_uniqueStorage()._endedAt = nil}
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
@@ -6794,7 +6821,7 @@ nonisolated extension Opq_V1_JobList: SwiftProtobuf.Message, SwiftProtobuf._Mess
 
 nonisolated extension Opq_V1_OperationInfo: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".OperationInfo"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}id\0\u{1}name\0\u{1}job\0\u{1}queue\0\u{1}work\0\u{1}state\0\u{1}outcome\0\u{1}reason\0\u{1}cancelled\0\u{1}barrier\0\u{1}priority\0\u{1}qos\0\u{1}requires\0\u{1}attempt\0\u{1}worker\0\u{1}dependencies\0\u{1}labels\0\u{3}timeout_seconds\0\u{3}retries_left\0\u{3}exit_code\0\u{1}signal\0\u{3}duration_seconds\0\u{1}progress\0\u{1}stdout\0\u{1}stderr\0\u{1}blockers\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}id\0\u{1}name\0\u{1}job\0\u{1}queue\0\u{1}work\0\u{1}state\0\u{1}outcome\0\u{1}reason\0\u{1}cancelled\0\u{1}barrier\0\u{1}priority\0\u{1}qos\0\u{1}requires\0\u{1}attempt\0\u{1}worker\0\u{1}dependencies\0\u{1}labels\0\u{3}timeout_seconds\0\u{3}retries_left\0\u{3}exit_code\0\u{1}signal\0\u{3}duration_seconds\0\u{1}progress\0\u{1}stdout\0\u{1}stderr\0\u{1}blockers\0\u{3}finished_by\0\u{3}started_at\0\u{3}ended_at\0")
 
   fileprivate class _StorageClass {
     var _id: UInt64 = 0
@@ -6823,6 +6850,9 @@ nonisolated extension Opq_V1_OperationInfo: SwiftProtobuf.Message, SwiftProtobuf
     var _stdout: Opq_V1_OutputTail? = nil
     var _stderr: Opq_V1_OutputTail? = nil
     var _blockers: [Opq_V1_Blocker] = []
+    var _finishedBy: String = String()
+    var _startedAt: Double? = nil
+    var _endedAt: Double? = nil
 
       // This property is used as the initial default value for new instances of the type.
       // The type itself is protecting the reference to its storage via CoW semantics.
@@ -6859,6 +6889,9 @@ nonisolated extension Opq_V1_OperationInfo: SwiftProtobuf.Message, SwiftProtobuf
       _stdout = source._stdout
       _stderr = source._stderr
       _blockers = source._blockers
+      _finishedBy = source._finishedBy
+      _startedAt = source._startedAt
+      _endedAt = source._endedAt
     }
   }
 
@@ -6903,6 +6936,9 @@ nonisolated extension Opq_V1_OperationInfo: SwiftProtobuf.Message, SwiftProtobuf
         case 24: try { try decoder.decodeSingularMessageField(value: &_storage._stdout) }()
         case 25: try { try decoder.decodeSingularMessageField(value: &_storage._stderr) }()
         case 26: try { try decoder.decodeRepeatedMessageField(value: &_storage._blockers) }()
+        case 27: try { try decoder.decodeSingularStringField(value: &_storage._finishedBy) }()
+        case 28: try { try decoder.decodeSingularDoubleField(value: &_storage._startedAt) }()
+        case 29: try { try decoder.decodeSingularDoubleField(value: &_storage._endedAt) }()
         default: break
         }
       }
@@ -6993,6 +7029,15 @@ nonisolated extension Opq_V1_OperationInfo: SwiftProtobuf.Message, SwiftProtobuf
       if !_storage._blockers.isEmpty {
         try visitor.visitRepeatedMessageField(value: _storage._blockers, fieldNumber: 26)
       }
+      if !_storage._finishedBy.isEmpty {
+        try visitor.visitSingularStringField(value: _storage._finishedBy, fieldNumber: 27)
+      }
+      try { if let v = _storage._startedAt {
+        try visitor.visitSingularDoubleField(value: v, fieldNumber: 28)
+      } }()
+      try { if let v = _storage._endedAt {
+        try visitor.visitSingularDoubleField(value: v, fieldNumber: 29)
+      } }()
     }
     try unknownFields.traverse(visitor: &visitor)
   }
@@ -7028,6 +7073,9 @@ nonisolated extension Opq_V1_OperationInfo: SwiftProtobuf.Message, SwiftProtobuf
         if _storage._stdout != rhs_storage._stdout {return false}
         if _storage._stderr != rhs_storage._stderr {return false}
         if _storage._blockers != rhs_storage._blockers {return false}
+        if _storage._finishedBy != rhs_storage._finishedBy {return false}
+        if _storage._startedAt != rhs_storage._startedAt {return false}
+        if _storage._endedAt != rhs_storage._endedAt {return false}
         return true
       }
       if !storagesAreEqual {return false}
