@@ -19,6 +19,7 @@ enum WireUse {
                 case .started(let ref): _ = (ref.held, ref.operationID)
                 case .finished(let finished): use(finished, raw: raw)
                 case .progress(let progress): _ = (OperationID(progress.operation), Int(progress.attempt))
+                case .output(let chunk): _ = (OperationID(chunk.operation), Int(chunk.attempt), chunk.bytes(in: raw))
                 case nil: break
                 }
             }
@@ -58,6 +59,8 @@ enum WireUse {
         case .wait(let wait):
             if case .operation(let id) = wait.target { _ = OperationID(id) }
             if case .job(let id) = wait.target { _ = JobID(id) }
+        case .readOutput(let read):
+            _ = (OperationID(read.operation), read.offset, read.maxBytes)
         case .getJob, .getOperation, .watch, .unwatch, .listQueues, .listJobs, .listWorkers, .heartbeat, .prune, nil:
             break
         }
@@ -101,6 +104,7 @@ enum WireUse {
                 if case .operation(let info) = result.result { use(info, raw: raw) }
                 if case .job(let job) = result.result { _ = job.counts.core }
                 if case .queue(let queue) = result.result { _ = queue.operationCount }
+            case .output(let slice): _ = (slice.spooledBytes, slice.totalBytes, slice.bytes(in: raw))
             case .done, .cancelled, .dependency, .watching, .pruned, nil:
                 break
             }
