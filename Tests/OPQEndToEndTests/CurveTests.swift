@@ -9,39 +9,25 @@ import ZeroMQ
 /// a wrong server key, a wrong-role key and a revoked key are each refused.
 @Suite(.serialized, .enabled(if: CurveKeyPair.isSupported, "libzmq without CURVE"))
 struct CurveTests {
-    /// A coordinator with CURVE on two fixed loopback ports, and its keyring.
-    final class CurveCluster {
-        let directory: URL
+    /// A coordinator with CURVE on two loopback TCP ports, and its keyring.
+    final class CurveCluster: TestCluster, @unchecked Sendable {
         let keyring: CurveKeyring
-        let workersEndpoint: String
-        let clientsEndpoint: String
-        var coordinator: ChildProcess?
-        var workers: [String: ChildProcess] = [:]
 
         init() throws {
-            directory = FileManager.default.temporaryDirectory.appendingPathComponent("opq-curve-\(UUID().uuidString.prefix(8))")
-            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-            keyring = try CurveKeyring(in: directory.appendingPathComponent("keys").path)
-            workersEndpoint = "tcp://127.0.0.1:\(try freeLoopbackPort())"
-            clientsEndpoint = "tcp://127.0.0.1:\(try freeLoopbackPort())"
+            let keys = FileManager.default.temporaryDirectory.appendingPathComponent("opq-curve-keys-\(UUID().uuidString.prefix(8))")
+            keyring = try CurveKeyring(in: keys.path)
+            try super.init(tcp: true)
         }
 
         func startCoordinator() throws {
-            coordinator = try ChildProcess("opq-coordinator", [
-                "--workers-endpoint", workersEndpoint, "--clients-endpoint", clientsEndpoint,
-                "--state", directory.appendingPathComponent("state").path, "--heartbeat", "0.5", "--log-level", "debug",
-            ] + keyring.coordinatorArguments, name: "coordinator", logDirectory: directory)
+            try super.startCoordinator(["--heartbeat", "0.5"] + keyring.coordinatorArguments)
         }
 
         /// Starts a worker named `name` with the secret key file `secretFile`.
         @discardableResult
         func startWorker(_ name: String, secretFile: String, serverKey: String? = nil, slots: Int = 1) throws -> ChildProcess {
-            var arguments = ["--coordinator", workersEndpoint, "--name", name, "--slots", String(slots), "--heartbeat", "0.5",
-                             "--log-level", "debug", "--curve-key", secretFile]
-            arguments += ["--server-key", serverKey ?? keyring.coordinatorPublic]
-            let worker = try ChildProcess("opq-worker", arguments, name: name, logDirectory: directory)
-            workers[name] = worker
-            return worker
+            try super.startWorker(name, slots: slots, arguments: ["--heartbeat", "0.5", "--curve-key", secretFile,
+                                                                  "--server-key", serverKey ?? keyring.coordinatorPublic])
         }
 
         /// A client connection with `keys` (default: the coordinator's real public key).
@@ -50,19 +36,10 @@ struct CurveTests {
             return try CoordinatorConnection(endpoint: clientsEndpoint, security: security)
         }
 
-        func path(_ name: String) -> String { directory.appendingPathComponent(name).path }
-
-        var logs: String {
-            ([coordinator].compactMap { $0 } + workers.values).map { "── \($0.name)\n\($0.output)" }.joined(separator: "\n")
+        override func stop() {
+            super.stop()
+            try? FileManager.default.removeItem(atPath: keyring.directory)
         }
-
-        func stop() {
-            for worker in workers.values { worker.stop() }
-            coordinator?.stop()
-            try? FileManager.default.removeItem(at: directory)
-        }
-
-        deinit { stop() }
     }
 
     @Test func aJobWithDependenciesRunsOverCurveAndStrangersAndWrongRolesAreRefused() throws {

@@ -93,19 +93,25 @@ final class ChildProcess: @unchecked Sendable {
     deinit { stop() }
 }
 
-/// A private coordinator and workers over `ipc://` endpoints in a fresh temporary directory.
-final class TestCluster: @unchecked Sendable {
+/// A private coordinator and workers over `ipc://` endpoints (or, with `tcp`, two free loopback TCP
+/// ports) in a fresh temporary directory.
+class TestCluster: @unchecked Sendable {
     let directory: URL
     let workersEndpoint: String
     let clientsEndpoint: String
     private(set) var coordinator: ChildProcess?
     private(set) var workers: [String: ChildProcess] = [:]
 
-    init() throws {
+    init(tcp: Bool = false) throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("opq-e2e-\(UUID().uuidString.prefix(8))")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        workersEndpoint = "ipc://\(directory.path)/workers.sock"
-        clientsEndpoint = "ipc://\(directory.path)/clients.sock"
+        if tcp {
+            workersEndpoint = "tcp://127.0.0.1:\(try freeLoopbackPort())"
+            clientsEndpoint = "tcp://127.0.0.1:\(try freeLoopbackPort())"
+        } else {
+            workersEndpoint = "ipc://\(directory.path)/workers.sock"
+            clientsEndpoint = "ipc://\(directory.path)/clients.sock"
+        }
     }
 
     /// The coordinator's state directory (journal and lock): the same across restarts.
@@ -125,11 +131,14 @@ final class TestCluster: @unchecked Sendable {
     func killCoordinator() { coordinator?.stop() }
 
     /// Starts a worker named `name`.
-    func startWorker(_ name: String, slots: Int = 1, arguments: [String] = []) throws {
-        workers[name] = try ChildProcess(
+    @discardableResult
+    func startWorker(_ name: String, slots: Int = 1, arguments: [String] = []) throws -> ChildProcess {
+        let worker = try ChildProcess(
             "opq-worker",
             ["--coordinator", workersEndpoint, "--name", name, "--slots", String(slots), "--log-level", "debug"] + arguments,
             name: name, logDirectory: directory)
+        workers[name] = worker
+        return worker
     }
 
     /// A path inside the cluster's temporary directory.
