@@ -47,3 +47,4 @@ swift run --skip-build opq-bench --smoke
 swift run --skip-build opq-bench cluster --smoke
 swift run --skip-build opq-bench map --smoke
 swift run --skip-build opq-bench cancel --smoke
+swift run --skip-build opq-bench wire --smoke

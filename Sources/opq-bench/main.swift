@@ -2,7 +2,8 @@
 // It prints figures; it is not a test. `opq-bench --help` lists the flags; `--smoke` is what CI runs.
 // `opq-bench cluster` measures real opq-coordinator and opq-worker processes instead (ClusterCommand);
 // `opq-bench map` times `opq map --local` against xargs and GNU parallel (MapBenchmark);
-// `opq-bench cancel` times cancel, timeout and kill escalation, idle vs saturated (CancelBenchmark).
+// `opq-bench cancel` times cancel, timeout and kill escalation, idle vs saturated (CancelBenchmark);
+// `opq-bench wire` times encoding, framing and decoding hot-path messages beside JSON (WireBenchmark).
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -14,6 +15,9 @@ if CommandLine.arguments.count > 1 && CommandLine.arguments[1] == "cluster" {
 }
 if CommandLine.arguments.count > 1 && CommandLine.arguments[1] == "cancel" {
     exit(CancelBenchmark.run(Array(CommandLine.arguments.dropFirst(2))))
+}
+if CommandLine.arguments.count > 1 && CommandLine.arguments[1] == "wire" {
+    exit(WireBenchmark.run(Array(CommandLine.arguments.dropFirst(2))))
 }
 if CommandLine.arguments.count > 1 && CommandLine.arguments[1] == "map" {
     exit(MapBenchmark.run(Array(CommandLine.arguments.dropFirst(2))))
