@@ -69,6 +69,20 @@ public enum ChildSpawn {
         return result < 0 ? .failure(SpawnFailure(errno: -result)) : .success(())
     }
 
+    /// A descriptor for the unreaped child `pid` that polls readable once it has exited (`pidfd_open`),
+    /// close-on-exec; the caller closes it. Fails with ENOSYS on kernels before 5.3.
+    public static func exitDescriptor(of pid: pid_t) -> Result<Int32, SpawnFailure> {
+        let fd = opq_pidfd_open(pid)
+        return fd < 0 ? .failure(SpawnFailure(errno: -fd)) : .success(fd)
+    }
+
+    /// A pipe whose two ends are close-on-exec (`pipe2` with `O_CLOEXEC`: one system call).
+    public static func makePipe() -> Result<(read: Int32, write: Int32), SpawnFailure> {
+        var fds: [Int32] = [-1, -1]
+        let result = opq_pipe_cloexec(&fds)
+        return result < 0 ? .failure(SpawnFailure(errno: -result)) : .success((fds[0], fds[1]))
+    }
+
     private static func withOptionalCString<T>(_ text: String?, _ body: (UnsafePointer<CChar>?) -> T) -> T {
         guard let text else { return body(nil) }
         return text.withCString(body)
