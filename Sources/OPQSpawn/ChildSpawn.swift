@@ -97,6 +97,8 @@ public struct SpawnFailure: Error, Hashable, Sendable, CustomStringConvertible {
 }
 
 /// A NULL-terminated array of C strings that frees itself (argv, envp).
+// @unchecked Sendable: it owns C memory behind a raw pointer (not Sendable to the compiler) that is written
+// only in init and freed in deinit; in between it is read-only, so any thread may pass it to a spawn.
 public final class CStringArray: @unchecked Sendable {
     /// The strings, then nil. Never mutated after init, so it may be shared between threads.
     public let pointers: [UnsafeMutablePointer<CChar>?]

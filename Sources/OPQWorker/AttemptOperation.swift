@@ -60,6 +60,9 @@ public struct AttemptResult: Hashable, Sendable {
 ///
 /// States: *waiting* (in the queue) → *executing* (``begin()`` called) → *finished*. A stop while waiting
 /// reports at once (the queue later starts the operation, which then finishes without running).
+// @unchecked Sendable: Foundation's `Operation` is `@unchecked Sendable` and subclasses must restate it. The attempt's
+// state (`phase`, `startedAt`, `cause`, `stopDelivered`, `reported`, `timeoutItem`) is guarded by `lock`;
+// `timeout` and `sink` are set by the runner before the operation is queued and only read after.
 open class AttemptOperation: Operation, @unchecked Sendable {
     private enum Phase { case waiting, executing, finished }
 

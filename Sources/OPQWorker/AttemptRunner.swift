@@ -15,6 +15,8 @@ import OPQSpawn
 ///
 /// The first command spawned makes the process a child subreaper (`PR_SET_CHILD_SUBREAPER`), so that
 /// orphaned members of an operation's process group can be reaped by the worker.
+// @unchecked Sendable: `attempts`, `isShuttingDown`, `watchdog` and `window` are guarded by `condition` (the
+// runner's one lock); `queue` is Foundation's thread-safe `OperationQueue`; the rest is immutable.
 public final class AttemptRunner: @unchecked Sendable {
     /// Whether ``run(_:)`` took the attempt.
     public enum Admission: Sendable, Hashable {
@@ -191,6 +193,7 @@ public final class AttemptRunner: @unchecked Sendable {
 }
 
 /// An attempt that fails as soon as it starts, with a result decided beforehand (unknown handler, bad payload).
+// @unchecked Sendable: restated as every `Operation` subclass must; its own state is one immutable `let`.
 final class FailedOperation: AttemptOperation, @unchecked Sendable {
     private let result: AttemptResult
 

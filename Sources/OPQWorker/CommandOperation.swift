@@ -20,6 +20,9 @@ import Glibc
 ///   read, before the `finished`; several commands' chunks interleave as they come (as on a shared
 ///   terminal), numbered by one offset per stream.
 /// - The processes get the niceness of the operation's QoS (``OPQCore/QualityOfService/niceness``).
+// @unchecked Sendable: restated as every `Operation` subclass must. `groups`, `results`, `failureOrder`,
+// `remaining`, `stopping`, `leasedGroups`, `reapedGroups` and `streamed` are guarded by `lock`; `onSpawned`,
+// `onReaped`, `leaseWatchdog` and `outputWindow` are set before the operation is queued and only read after.
 public final class CommandOperation: AttemptOperation, @unchecked Sendable {
     /// The commands, run concurrently.
     public let commands: [Command]

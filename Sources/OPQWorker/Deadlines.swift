@@ -6,11 +6,15 @@ import Foundation
 /// Dispatch's shared threads are all busy — a blocking handler, or a host program that blocks them, would
 /// otherwise delay a SIGKILL by seconds. Entries are few (one per stopping or timed attempt), so a sorted
 /// array is enough.
+// @unchecked Sendable: `entries` (and each entry's `isCancelled`) is guarded by `condition`; the deadline thread
+// owns nothing else.
 final class Deadlines: @unchecked Sendable {
     /// The worker process's one deadline thread.
     static let shared = Deadlines()
 
     /// A scheduled action; cancelling it before its deadline means it never runs.
+    // @unchecked Sendable: `isCancelled` is read and written only under the owning ``Deadlines``' `condition`;
+    // the rest is immutable.
     final class Entry: @unchecked Sendable {
         fileprivate let deadline: UInt64
         fileprivate let action: @Sendable () -> Void
