@@ -126,6 +126,9 @@ open class AttemptOperation: Operation, @unchecked Sendable {
     /// is already true). The default does nothing: cooperative work checks `isCancelled`.
     open func stopRequested(_ cause: StopCause) {}
 
+    /// True once the attempt's end is decided (its `finished` event is being or has been delivered).
+    var hasReported: Bool { lock.withLock { reported } }
+
     /// Cancels the attempt (Foundation's API): same as `stop(.cancel)`.
     override open func cancel() { stop(.cancel) }
 
