@@ -10,6 +10,10 @@
 #include <pthread.h>
 #include <unistd.h>
 
+#ifndef SYS_pidfd_open
+#define SYS_pidfd_open 434
+#endif
+
 #ifndef SYS_close_range
 #define SYS_close_range 436
 #endif
@@ -78,4 +82,13 @@ pid_t opq_spawn(const opq_spawn_request *request) {
 
 int opq_become_child_subreaper(void) {
     return prctl(PR_SET_CHILD_SUBREAPER, 1UL, 0UL, 0UL, 0UL) < 0 ? -errno : 0;
+}
+
+int opq_pidfd_open(pid_t pid) {
+    long fd = syscall(SYS_pidfd_open, pid, 0U);
+    return fd < 0 ? -errno : (int)fd;
+}
+
+int opq_pipe_cloexec(int fds[2]) {
+    return pipe2(fds, O_CLOEXEC) < 0 ? -errno : 0;
 }

@@ -69,6 +69,20 @@ public enum ChildSpawn {
         return result < 0 ? .failure(SpawnFailure(errno: -result)) : .success(())
     }
 
+    /// A descriptor for the unreaped child `pid` that polls readable once it has exited (`pidfd_open`),
+    /// close-on-exec; the caller closes it. Fails with ENOSYS on kernels before 5.3.
+    public static func exitDescriptor(of pid: pid_t) -> Result<Int32, SpawnFailure> {
+        let fd = opq_pidfd_open(pid)
+        return fd < 0 ? .failure(SpawnFailure(errno: -fd)) : .success(fd)
+    }
+
+    /// A pipe whose two ends are close-on-exec (`pipe2` with `O_CLOEXEC`: one system call).
+    public static func makePipe() -> Result<(read: Int32, write: Int32), SpawnFailure> {
+        var fds: [Int32] = [-1, -1]
+        let result = opq_pipe_cloexec(&fds)
+        return result < 0 ? .failure(SpawnFailure(errno: -result)) : .success((fds[0], fds[1]))
+    }
+
     private static func withOptionalCString<T>(_ text: String?, _ body: (UnsafePointer<CChar>?) -> T) -> T {
         guard let text else { return body(nil) }
         return text.withCString(body)
@@ -83,6 +97,8 @@ public struct SpawnFailure: Error, Hashable, Sendable, CustomStringConvertible {
 }
 
 /// A NULL-terminated array of C strings that frees itself (argv, envp).
+// @unchecked Sendable: it owns C memory behind a raw pointer (not Sendable to the compiler) that is written
+// only in init and freed in deinit; in between it is read-only, so any thread may pass it to a spawn.
 public final class CStringArray: @unchecked Sendable {
     /// The strings, then nil. Never mutated after init, so it may be shared between threads.
     public let pointers: [UnsafeMutablePointer<CChar>?]

@@ -8,8 +8,9 @@ import Glibc
 /// itself is stopped (SIGSTOP, a debugger) and cannot (SEMANTICS §7, leases). It also kills them when the
 /// worker dies.
 ///
-/// Thread-safe: each call is one datagram on a socket pair.
-public final class LeaseWatchdog: @unchecked Sendable {
+/// Thread-safe: each call is one datagram on a socket pair (checked `Sendable`: its only state is the
+/// immutable descriptor and pid).
+public final class LeaseWatchdog: Sendable {
     private let watchdog: opq_lease_watchdog
 
     /// Starts the watchdog process, with no lease yet (a group added before ``renew(remaining:)`` is

@@ -60,6 +60,9 @@ public struct AttemptResult: Hashable, Sendable {
 ///
 /// States: *waiting* (in the queue) → *executing* (``begin()`` called) → *finished*. A stop while waiting
 /// reports at once (the queue later starts the operation, which then finishes without running).
+// @unchecked Sendable: Foundation's `Operation` is `@unchecked Sendable` and subclasses must restate it. The attempt's
+// state (`phase`, `startedAt`, `cause`, `stopDelivered`, `reported`, `timeoutItem`) is guarded by `lock`;
+// `timeout` and `sink` are set by the runner before the operation is queued and only read after.
 open class AttemptOperation: Operation, @unchecked Sendable {
     private enum Phase { case waiting, executing, finished }
 
@@ -122,6 +125,9 @@ open class AttemptOperation: Operation, @unchecked Sendable {
     /// Called once, from the stopping thread, when the attempt is stopped while executing (`isCancelled`
     /// is already true). The default does nothing: cooperative work checks `isCancelled`.
     open func stopRequested(_ cause: StopCause) {}
+
+    /// True once the attempt's end is decided (its `finished` event is being or has been delivered).
+    var hasReported: Bool { lock.withLock { reported } }
 
     /// Cancels the attempt (Foundation's API): same as `stop(.cancel)`.
     override open func cancel() { stop(.cancel) }

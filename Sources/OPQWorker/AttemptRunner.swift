@@ -15,6 +15,8 @@ import OPQSpawn
 ///
 /// The first command spawned makes the process a child subreaper (`PR_SET_CHILD_SUBREAPER`), so that
 /// orphaned members of an operation's process group can be reaped by the worker.
+// @unchecked Sendable: `attempts`, `isShuttingDown`, `watchdog` and `window` are guarded by `condition` (the
+// runner's one lock); `queue` is Foundation's thread-safe `OperationQueue`; the rest is immutable.
 public final class AttemptRunner: @unchecked Sendable {
     /// Whether ``run(_:)`` took the attempt.
     public enum Admission: Sendable, Hashable {
@@ -54,7 +56,8 @@ public final class AttemptRunner: @unchecked Sendable {
     private var window: OutputWindow?
 
     /// Creates a runner with `slots` concurrent attempts delivering its events to `events`, which must
-    /// be thread-safe.
+    /// be thread-safe, must not block and must not call the runner (a `finished` is delivered under the
+    /// runner's lock).
     public init(slots: Int, worker: WorkerID, handlers: HandlerRegistry = .withBuiltins(), events: @escaping AttemptEventSink) {
         precondition(slots > 0, "a worker needs at least one slot, got \(slots)")
         self.slots = slots
@@ -94,7 +97,11 @@ public final class AttemptRunner: @unchecked Sendable {
     /// false if it is not held. The first cause given to an attempt wins.
     @discardableResult
     public func stop(_ operation: OperationID, attempt: Int, cause: StopCause) -> Bool {
-        guard let held = condition.withLock({ attempts[AttemptKey(operation, attempt: attempt)] }) else { return false }
+        // An attempt that reported its end stays in `attempts` until the report is delivered (so a
+        // re-registration always counts it somewhere); it is no longer held for a stop.
+        guard let held = condition.withLock({ attempts[AttemptKey(operation, attempt: attempt)] }), !held.hasReported else {
+            return false
+        }
         held.stop(cause)
         return true
     }
@@ -137,13 +144,16 @@ public final class AttemptRunner: @unchecked Sendable {
         }
     }
 
+    /// Passes `event` on. An attempt's `finished` is passed on and the attempt dropped in one step under
+    /// `condition`, so ``held`` (and ``stop(_:attempt:cause:)``) never sees an attempt whose end was
+    /// delivered, and a re-registration that reads ``held`` before taking the delivered events counts it
+    /// exactly once. (The sink must therefore not call back into the runner.)
     private func deliver(_ event: AttemptEvent) {
-        sink(event)
-        if case .finished(let completion) = event {
-            condition.withLock {
-                attempts[completion.key] = nil
-                condition.broadcast()
-            }
+        guard case .finished(let completion) = event else { return sink(event) }
+        condition.withLock {
+            sink(event)
+            attempts[completion.key] = nil
+            condition.broadcast()
         }
     }
 
@@ -191,6 +201,7 @@ public final class AttemptRunner: @unchecked Sendable {
 }
 
 /// An attempt that fails as soon as it starts, with a result decided beforehand (unknown handler, bad payload).
+// @unchecked Sendable: restated as every `Operation` subclass must; its own state is one immutable `let`.
 final class FailedOperation: AttemptOperation, @unchecked Sendable {
     private let result: AttemptResult
 

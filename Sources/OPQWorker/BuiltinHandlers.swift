@@ -16,6 +16,7 @@ public enum BuiltinHandlers {
 }
 
 /// `noop`: succeeds at once. Used by the throughput benchmark, so it does nothing at all.
+// @unchecked Sendable: restated as every `Operation` subclass must; it adds no state.
 public final class NoopHandler: HandlerOperation, @unchecked Sendable {
     override public var executesOnOwnThread: Bool { false }
 
@@ -23,6 +24,7 @@ public final class NoopHandler: HandlerOperation, @unchecked Sendable {
 }
 
 /// `sleep`: payload = seconds as UTF-8 text (e.g. `"2.5"`); returns early when cancelled.
+// @unchecked Sendable: restated as every `Operation` subclass must; its own state is one immutable `let`.
 public final class SleepHandler: HandlerOperation, @unchecked Sendable {
     /// How long it sleeps.
     public let seconds: Double
@@ -45,6 +47,7 @@ public final class SleepHandler: HandlerOperation, @unchecked Sendable {
 /// `sha256`: payload = a file path (UTF-8); result = the file's SHA-256 as lowercase hex.
 ///
 /// Streams the file in 1 MiB chunks, checks `isCancelled` between chunks and reports progress.
+// @unchecked Sendable: restated as every `Operation` subclass must; its own state is one immutable `let`.
 public final class SHA256Handler: HandlerOperation, @unchecked Sendable {
     /// The file to hash.
     public let path: String

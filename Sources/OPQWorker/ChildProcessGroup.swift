@@ -9,20 +9,27 @@ import Glibc
 ///
 /// - The leader is spawned by ``spawn(_:niceness:killGracePeriod:onEnd:)`` with `POSIX_SPAWN_SETPGROUP`,
 ///   so its pid is the group id and everything it starts stays in the group unless it leaves on purpose.
-/// - stdout and stderr are pipes drained by one dedicated thread (`poll` on both) into 64 KiB
-///   ``TailBuffer``s. No Dispatch sources: libdispatch's event loop crashed intermittently here when
-///   pipe descriptors were closed and reused under load, and a blocked Dispatch pool must not delay output.
-/// - A dedicated thread blocks in `waitpid(-pgid)`. The worker is a child subreaper, so members orphaned
-///   by the leader's exit are re-parented to it and reaped by the same loop: when `waitpid` answers
-///   `ECHILD`, no member of the group is left, not even a zombie.
+/// - stdout and stderr are pipes drained by the worker's ``ChildMonitor`` thread (one `poll` over every
+///   group's descriptors) into 64 KiB ``TailBuffer``s. No Dispatch sources: libdispatch's event loop
+///   crashed intermittently here when pipe descriptors were closed and reused under load, and a blocked
+///   Dispatch pool must not delay output.
+/// - The monitor also polls the leader's pidfd and reaps it when it exits, then whatever members of the
+///   group are already gone (`waitpid(-pgid, WNOHANG)`). The worker is a child subreaper, so members
+///   orphaned by the leader's exit are re-parented to it: when `waitpid` answers `ECHILD`, no member of
+///   the group is left, not even a zombie. Only a group with members still running gets a thread of its
+///   own, blocked in `waitpid(-pgid)` until `ECHILD` (also every group, on a kernel without pidfds).
 /// - When the leader exits, whatever is left of its group gets SIGTERM, then SIGKILL after the grace
 ///   period: an operation owns its process group, and nothing of it outlives the operation.
 /// - ``terminate()`` sends SIGTERM (and SIGCONT, for stopped members) to the group, then SIGKILL after the
 ///   grace period if any member is still there.
 ///
-/// `onOutput`, when given, is called on the drain thread with every piece read, in order, before it is
-/// kept in the tail; it may block (flow control: the pipes are not read meanwhile, so the command blocks
-/// on its writes). `onEnd` is called once, when the group is reaped and both pipes are closed.
+/// `output`, when given, is told every piece read, in order, before it is kept in the tail, once the
+/// piece has room in its ``OutputWindow`` (flow control: until then the monitor parks the piece and stops
+/// reading this group's pipes, so the command blocks on its writes; see ``ChildMonitor``). `onReaped` is
+/// called once, as soon as no member of the group is left (even while output waits for the window);
+/// `onEnd` once after it, when both pipes are closed too. All are called on the monitor's thread (or a
+/// reaper thread) and must not block.
+// @unchecked Sendable: every mutable stored property is guarded by `lock`; the rest is immutable.
 final class ChildProcessGroup: @unchecked Sendable {
     /// How the leader ended.
     enum Termination: Hashable, Sendable {
@@ -44,42 +51,52 @@ final class ChildProcessGroup: @unchecked Sendable {
     let pid: pid_t
     private let killGracePeriod: Double
     private let onEnd: @Sendable (Outcome) -> Void
-    private let onOutput: OutputSink?
+    private let onReaped: (@Sendable (pid_t) -> Void)?
+    private let output: OutputSink?
 
-    /// Told each piece of output as it is read (drain thread).
-    typealias OutputSink = @Sendable (OutputChunk.Stream, UnsafeRawBufferPointer) -> Void
+    /// Where a group's output is streamed besides its tails: each piece takes room in `window`, then
+    /// `post` is told it (on the monitor's thread; it must not block).
+    struct OutputSink: Sendable {
+        let window: OutputWindow
+        let post: @Sendable (OutputChunk.Stream, UnsafeRawBufferPointer) -> Void
+    }
 
     private let lock = NSLock()
     private var termination: Termination?
     private var killedByUs = false
     private var terminating = false
     private var groupReaped = false
-    private var openStreams = 2
+    private var streamsOpen = true
     private var ended = false
 
     /// Guarded by `lock`.
     private var stdoutTail = TailBuffer()
     private var stderrTail = TailBuffer()
-    private var reapedAt: Double = 0
+    private var reapedTime: Double = 0
 
     /// How long to wait for pipe EOF once the group is reaped (a process that left the group may still
     /// hold the pipes open; its output is not waited for beyond this).
     static let drainGraceAfterExit = 1.0
 
-    private init(pid: pid_t, killGracePeriod: Double, onOutput: OutputSink?, onEnd: @escaping @Sendable (Outcome) -> Void) {
+    private init(
+        pid: pid_t, killGracePeriod: Double, output: OutputSink?, onReaped: (@Sendable (pid_t) -> Void)?,
+        onEnd: @escaping @Sendable (Outcome) -> Void
+    ) {
         self.pid = pid
+        self.onReaped = onReaped
         self.killGracePeriod = killGracePeriod
-        self.onOutput = onOutput
+        self.output = output
         self.onEnd = onEnd
     }
 
     /// Spawns `command` in a new process group with niceness at least `niceness`, and starts draining and
     /// reaping it. Throws if the program cannot be started (not found, not executable, bad directory).
     static func spawn(
-        _ command: Command, niceness: Int32, killGracePeriod: Double, onOutput: OutputSink? = nil,
-        onEnd: @escaping @Sendable (Outcome) -> Void
+        _ command: Command, niceness: Int32, killGracePeriod: Double, output: OutputSink? = nil,
+        onReaped: (@Sendable (pid_t) -> Void)? = nil, onEnd: @escaping @Sendable (Outcome) -> Void
     ) throws(SystemError) -> ChildProcessGroup {
         try ensureSubreaper()
+        let monitor = try ChildMonitor.shared.get()
         let stdoutPipe = try Pipe.make()
         let stderrPipe: Pipe
         do { stderrPipe = try Pipe.make() } catch { stdoutPipe.closeBoth(); throw error }
@@ -95,15 +112,12 @@ final class ChildProcessGroup: @unchecked Sendable {
         }
         Pipe.close(stdoutPipe.write)
         Pipe.close(stderrPipe.write)
-        let group = ChildProcessGroup(pid: pid, killGracePeriod: killGracePeriod, onOutput: onOutput, onEnd: onEnd)
-        let drainer = Thread { group.drainLoop(stdout: stdoutPipe.read, stderr: stderrPipe.read) }
-        drainer.name = "opq-drain-\(pid)"
-        drainer.stackSize = 256 * 1024
-        drainer.start()
-        let reaper = Thread { group.reapLoop() }
-        reaper.name = "opq-reap-\(pid)"
-        reaper.stackSize = 256 * 1024
-        reaper.start()
+        let group = ChildProcessGroup(pid: pid, killGracePeriod: killGracePeriod, output: output, onReaped: onReaped,
+                                      onEnd: onEnd)
+        // No pidfd (a kernel before 5.3, or no descriptor left): a thread waits for the group instead.
+        let exit = (try? ChildSpawn.exitDescriptor(of: pid).get()) ?? -1
+        if exit < 0 { group.startReaperThread() }
+        monitor.watch(group, stdout: stdoutPipe.read, stderr: stderrPipe.read, exit: exit)
         return group
     }
 
@@ -116,6 +130,9 @@ final class ChildProcessGroup: @unchecked Sendable {
     }
 
     private static func ensureSubreaper() throws(SystemError) { try subreaper.get() }
+
+    /// The monitor draining and reaping every group (its thread is started by the first spawn).
+    private var monitor: ChildMonitor { try! ChildMonitor.shared.get() }
 
     /// Stops the group: SIGTERM (and SIGCONT) now, SIGKILL after the grace period if anything is left.
     /// Safe to call more than once and after the group is gone.
@@ -144,6 +161,30 @@ final class ChildProcessGroup: @unchecked Sendable {
         kill(-pid, signal) == 0 || errno != ESRCH
     }
 
+    /// Called by the monitor when the leader's pidfd is readable: reaps the leader, then every member that is
+    /// gone already; members still running are waited for by a thread of their own.
+    func leaderEnded() {
+        var status: Int32 = 0
+        let reaped = waitpid(pid, &status, WNOHANG)
+        if reaped == pid { leaderExited(status) }
+        while true {
+            let member = waitpid(-pid, &status, WNOHANG)
+            if member > 0 { continue }
+            if member < 0 && errno == EINTR { continue }
+            if member == 0 { return startReaperThread() }  // members left (SIGTERM was sent by leaderExited)
+            break  // ECHILD: no member of the group is left
+        }
+        groupGone()
+    }
+
+    /// Waits for the group on a thread of its own (the leader too, when there is no pidfd).
+    private func startReaperThread() {
+        let reaper = Thread { self.reapLoop() }
+        reaper.name = "opq-reap-\(pid)"
+        reaper.stackSize = 256 * 1024
+        reaper.start()
+    }
+
     private func reapLoop() {
         while true {
             var status: Int32 = 0
@@ -155,14 +196,24 @@ final class ChildProcessGroup: @unchecked Sendable {
             }
             if reaped == pid { leaderExited(status) }
         }
+        groupGone()
+        monitor.wake()  // the drain grace period starts now
+    }
+
+    private func groupGone() {
+        onReaped?(pid)  // before `groupReaped` is set, so before `onEnd` whichever thread ends the group
         lock.withLock {
             groupReaped = true
-            reapedAt = Self.now()
+            reapedTime = Self.now()
         }
         endIfDone()
     }
 
-    private static func now() -> Double { Double(DispatchTime.now().uptimeNanoseconds) / 1e9 }
+    /// When the group was reaped (``now()`` seconds), or nil while it is not.
+    var reapedAt: Double? { lock.withLock { groupReaped ? reapedTime : nil } }
+
+    /// Monotonic seconds, the clock of ``reapedAt``.
+    static func now() -> Double { Double(DispatchTime.now().uptimeNanoseconds) / 1e9 }
 
     private func leaderExited(_ status: Int32) {
         let signal = status & 0x7f
@@ -172,48 +223,32 @@ final class ChildProcessGroup: @unchecked Sendable {
         terminate()
     }
 
-    /// Runs on the drain thread: reads both pipes until end of file, or until `drainGraceAfterExit` after
-    /// the group was reaped (a process that left the group may hold them open).
-    private func drainLoop(stdout: Int32, stderr: Int32) {
-        var open: [(fd: Int32, isStdout: Bool)] = [(stdout, true), (stderr, false)]
-        var scratch = [UInt8](repeating: 0, count: 64 * 1024)
-        while !open.isEmpty {
-            let (reaped, since) = lock.withLock { (groupReaped, reapedAt) }
-            var timeout: Int32 = 100  // ms: notices the reap without a wake-up channel
-            if reaped {
-                let left = Self.drainGraceAfterExit - (Self.now() - since)
-                if left <= 0 { break }
-                timeout = Int32(max(1, left * 1000))
-            }
-            var polls = open.map { pollfd(fd: $0.fd, events: Int16(POLLIN), revents: 0) }
-            let ready = poll(&polls, nfds_t(polls.count), timeout)
-            if ready < 0 && errno != EINTR { break }
-            guard ready > 0 else { continue }
-            for (k, item) in polls.enumerated().reversed() where item.revents != 0 {
-                let count = scratch.withUnsafeMutableBytes { read(item.fd, $0.baseAddress, $0.count) }
-                if count > 0 {
-                    scratch.withUnsafeBytes { bytes in
-                        let chunk = UnsafeRawBufferPointer(rebasing: bytes[..<count])
-                        onOutput?(open[k].isStdout ? .stdout : .stderr, chunk)
-                        lock.withLock {
-                            if open[k].isStdout { stdoutTail.append(chunk) } else { stderrTail.append(chunk) }
-                        }
-                    }
-                } else if count == 0 || (errno != EINTR && errno != EAGAIN) {
-                    Pipe.close(item.fd)
-                    open.remove(at: k)
-                }
-            }
+    /// Takes room for a piece of `count` bytes in the output window (always true when nothing is streamed);
+    /// false: the window is full and calls `wake` once it may have room. Never blocks.
+    func reserveOutput(_ count: Int, wake: @escaping @Sendable () -> Void) -> Bool {
+        output?.window.tryAcquire(count, orWake: wake) ?? true
+    }
+
+    /// Output read from the pipes by the monitor, its room in the window taken (``reserveOutput(_:wake:)``):
+    /// streamed, then kept in the tail.
+    func received(_ chunk: UnsafeRawBufferPointer, isStdout: Bool) {
+        output?.post(isStdout ? .stdout : .stderr, chunk)
+        lock.withLock {
+            if isStdout { stdoutTail.append(chunk) } else { stderrTail.append(chunk) }
         }
-        for item in open { Pipe.close(item.fd) }
-        lock.withLock { openStreams = 0 }
+    }
+
+    /// Both pipes are closed: at end of file, or `drainGraceAfterExit` after the group was reaped (a
+    /// process that left the group may hold them open).
+    func streamsClosed() {
+        lock.withLock { streamsOpen = false }
         endIfDone()
     }
 
     /// Calls `onEnd` once both the group is reaped and the pipes are done (from whichever thread is last).
     private func endIfDone() {
         let outcome: Outcome? = lock.withLock {
-            guard groupReaped, openStreams == 0, !ended else { return nil }
+            guard groupReaped, !streamsOpen, !ended else { return nil }
             ended = true
             return Outcome(termination: termination, killedByUs: killedByUs, stdout: stdoutTail, stderr: stderrTail)
         }

@@ -20,6 +20,9 @@ import Glibc
 ///   read, before the `finished`; several commands' chunks interleave as they come (as on a shared
 ///   terminal), numbered by one offset per stream.
 /// - The processes get the niceness of the operation's QoS (``OPQCore/QualityOfService/niceness``).
+// @unchecked Sendable: restated as every `Operation` subclass must. `groups`, `results`, `failureOrder`,
+// `remaining`, `stopping`, `leasedGroups`, `reapedGroups` and `streamed` are guarded by `lock`; `onSpawned`,
+// `onReaped`, `leaseWatchdog` and `outputWindow` are set before the operation is queued and only read after.
 public final class CommandOperation: AttemptOperation, @unchecked Sendable {
     /// The commands, run concurrently.
     public let commands: [Command]
@@ -30,6 +33,9 @@ public final class CommandOperation: AttemptOperation, @unchecked Sendable {
 
     /// Told each process group id as it is spawned (tests use it to check that nothing outlives a kill).
     var onSpawned: (@Sendable (pid_t) -> Void)?
+    /// Told each process group id once no member of it is left, which may be before its output is all
+    /// read (tests use it to check that reaping never waits for the output window).
+    var onReaped: (@Sendable (pid_t) -> Void)?
     /// Kills the process groups when the worker's lease ends (set by the runner before the operation runs).
     var leaseWatchdog: LeaseWatchdog?
     /// Streams the output through this window when set (by the runner); nil = tails only.
@@ -71,15 +77,12 @@ public final class CommandOperation: AttemptOperation, @unchecked Sendable {
                 continue
             }
             do throws(SystemError) {
-                var onOutput: ChildProcessGroup.OutputSink?
-                if let window = outputWindow {
-                    onOutput = { [self] stream, bytes in self.stream(stream, bytes, window) }
+                let output = outputWindow.map { window in
+                    ChildProcessGroup.OutputSink(window: window) { [self] stream, bytes in self.stream(stream, bytes) }
                 }
                 let group = try ChildProcessGroup.spawn(command, niceness: niceness, killGracePeriod: killGracePeriod,
-                                                        onOutput: onOutput) {
-                    [self] outcome in
-                    groupReaped(index)
-                    record(index, Self.result(of: outcome))
+                                                        output: output, onReaped: { [self] pid in groupReaped(index, pid) }) {
+                    [self] outcome in record(index, Self.result(of: outcome))
                 }
                 let stopNow = lock.withLock {
                     groups.append(group)
@@ -107,9 +110,8 @@ public final class CommandOperation: AttemptOperation, @unchecked Sendable {
         for group in live { group.terminate() }
     }
 
-    /// Posts one piece of output once the window has room for it (drain thread; may wait).
-    private func stream(_ stream: OutputChunk.Stream, _ bytes: UnsafeRawBufferPointer, _ window: OutputWindow) {
-        window.acquire(bytes.count)
+    /// Posts one piece of output, its room in the window already taken (monitor thread; never waits).
+    private func stream(_ stream: OutputChunk.Stream, _ bytes: UnsafeRawBufferPointer) {
         // Numbered and posted under the lock, so chunks reach the inbox in offset order.
         lock.withLock {
             let offset = streamed[stream, default: 0]
@@ -118,12 +120,14 @@ public final class CommandOperation: AttemptOperation, @unchecked Sendable {
         }
     }
 
-    /// Command `index`'s group is reaped: the lease watchdog forgets it.
-    private func groupReaped(_ index: Int) {
+    /// Command `index`'s group (`pid`) is reaped: the lease watchdog forgets it at once — its id may be
+    /// reused from now on, even while the command's last output still waits for the window.
+    private func groupReaped(_ index: Int, _ pid: pid_t) {
         lock.withLock {
             reapedGroups.insert(index)
             if let pid = leasedGroups.removeValue(forKey: index) { leaseWatchdog?.remove(group: pid) }
         }
+        onReaped?(pid)
     }
 
     private func record(_ index: Int, _ result: AttemptResult) {

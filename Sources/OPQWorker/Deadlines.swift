@@ -6,15 +6,16 @@ import Foundation
 /// Dispatch's shared threads are all busy — a blocking handler, or a host program that blocks them, would
 /// otherwise delay a SIGKILL by seconds. Entries are few (one per stopping or timed attempt), so a sorted
 /// array is enough.
+// @unchecked Sendable: `entries` is guarded by `condition`; the deadline thread owns nothing else.
 final class Deadlines: @unchecked Sendable {
     /// The worker process's one deadline thread.
     static let shared = Deadlines()
 
-    /// A scheduled action; cancelling it before its deadline means it never runs.
-    final class Entry: @unchecked Sendable {
+    /// A scheduled action; cancelling it before its deadline means it never runs (it is taken out of the
+    /// list; one the deadline thread has already taken runs — it is due).
+    final class Entry: Sendable {
         fileprivate let deadline: UInt64
         fileprivate let action: @Sendable () -> Void
-        fileprivate var isCancelled = false
 
         fileprivate init(deadline: UInt64, action: @escaping @Sendable () -> Void) {
             self.deadline = deadline
@@ -46,10 +47,7 @@ final class Deadlines: @unchecked Sendable {
 
     /// Cancels `entry` if it has not run yet.
     func cancel(_ entry: Entry) {
-        condition.withLock {
-            entry.isCancelled = true
-            entries.removeAll { $0 === entry }
-        }
+        condition.withLock { entries.removeAll { $0 === entry } }
     }
 
     private func serve() {
@@ -68,7 +66,7 @@ final class Deadlines: @unchecked Sendable {
                     _ = condition.wait(until: Date(timeIntervalSinceNow: Double(first.deadline - now) / 1e9))
                 }
             }
-            if !due.isCancelled { due.action() }
+            due.action()
         }
     }
 }

@@ -11,6 +11,8 @@ import Darwin
 /// Events go into a lock-protected array; the first one since the socket thread last looked also writes
 /// one byte to a pipe whose read end sits in the socket thread's `Poller`, so the thread wakes at once
 /// and takes the whole batch with ``take()``. At most one byte is ever pending, so the pipe never fills.
+// @unchecked Sendable: `events` and `signalled` are guarded by `lock`; the descriptors are immutable after
+// init (the read end belongs to the socket thread, which alone reads it).
 final class EventInbox: @unchecked Sendable {
     private let lock = NSLock()
     private var events: [AttemptEvent] = []

@@ -43,6 +43,8 @@ public struct HandlerContext: Sendable {
 
 /// Connects a ``HandlerContext`` to the operation that runs its attempt, which exists only after the
 /// factory that received the context returned.
+// @unchecked Sendable: its one mutable property, the weak `target`, is guarded by `lock` (a weak reference
+// cannot live in a checked-Sendable class).
 final class ProgressChannel: @unchecked Sendable {
     private let lock = NSLock()
     private weak var target: AttemptOperation?
@@ -69,6 +71,8 @@ public struct HandlerError: Error, CustomStringConvertible, Sendable {
 /// (unless the operation was cancelled meanwhile: then it is `cancelled`); throwing fails the attempt
 /// with reason `error` and the error's description as message and in stderr. A cancel sets `isCancelled`
 /// and wakes ``waitForCancellation(timeout:)``; a handler is expected to return early.
+// @unchecked Sendable: restated as every `Operation` subclass must; `resultBytes` is guarded by `resultLock`,
+// `cancelSignal` is a thread-safe semaphore, `context` is immutable.
 open class HandlerOperation: AttemptOperation, @unchecked Sendable {
     /// What the handler was given.
     public let context: HandlerContext

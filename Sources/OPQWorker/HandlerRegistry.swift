@@ -10,6 +10,7 @@ public typealias HandlerFactory = @Sendable (HandlerContext) throws -> Operation
 /// A factory may return a ``HandlerOperation`` (recommended: progress, result bytes, errors) or any
 /// Foundation `Operation`; a plain `Operation` succeeds when it finishes uncancelled and is cancelled
 /// through `cancel()`.
+// @unchecked Sendable: `factories` is guarded by `lock`.
 public final class HandlerRegistry: @unchecked Sendable {
     private let lock = NSLock()
     private var factories: [String: HandlerFactory] = [:]
@@ -38,6 +39,8 @@ public final class HandlerRegistry: @unchecked Sendable {
 
 /// Runs a plain Foundation `Operation` from a handler factory as an attempt: started inline on the
 /// queue thread, finished when it reports `isFinished`, cancelled through `cancel()`.
+// @unchecked Sendable: restated as every `Operation` subclass must; `inner` is immutable (and Foundation's
+// `Operation` is itself thread-safe).
 final class ForeignOperationAdapter: AttemptOperation, @unchecked Sendable {
     private let inner: Operation
 

@@ -28,6 +28,8 @@ extension OPQCore.QualityOfService {
 /// created on first use and kept for the life of the process: niceness cannot be lowered back, and a
 /// child's parent-death signal (PR_SET_PDEATHSIG, set by `opq_spawn`) fires when the thread that spawned it ends, so
 /// every spawn must come from a thread that lives as long as the worker.
+// @unchecked Sendable: `jobs` is guarded by `condition`; the static `lanes` by `lanesLock`. The lane's thread
+// owns nothing else: each job carries its own result back (``Box``).
 final class NicenessLane: @unchecked Sendable {
     private let condition = NSCondition()
     private var jobs: [@Sendable () -> Void] = []
@@ -64,25 +66,26 @@ final class NicenessLane: @unchecked Sendable {
 
     private init(niceness: Int32) throws(SystemError) {
         let ready = DispatchSemaphore(value: 0)
-        let setup = SetupResult()
+        let setup = Box<Void>()
         let thread = Thread { [self] in
             // PRIO_PROCESS with who = 0 sets the calling thread's niceness on Linux.
-            do throws(SystemError) {
-                try SystemCall.check("setpriority", "niceness \(niceness)") { setpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0, niceness) }
-            } catch {
-                setup.error = error
+            let outcome = Result { () throws(SystemError) in
+                _ = try SystemCall.check("setpriority", "niceness \(niceness)") { setpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0, niceness) }
             }
+            setup.value = outcome
             ready.signal()
-            if setup.error == nil { serve() }
+            if case .success = outcome { serve() }
         }
         thread.name = "opq-spawn-nice-\(niceness)"
         thread.stackSize = 256 * 1024
         thread.start()
         ready.wait()
-        if let error = setup.error { throw error }
+        try setup.value!.get()
     }
 
-    private final class SetupResult: @unchecked Sendable { var error: SystemError? }
+    /// A result handed from one thread to another.
+    // @unchecked Sendable: `value` is written once by the giving thread before it signals a semaphore, and
+    // read by the taking thread only after waiting on it (the semaphore orders the two).
     private final class Box<T>: @unchecked Sendable { var value: Result<T, SystemError>? }
 
     private func run<T: Sendable>(_ body: @escaping @Sendable () throws(SystemError) -> T) throws(SystemError) -> T {

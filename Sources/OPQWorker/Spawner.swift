@@ -11,13 +11,12 @@ struct Pipe: Sendable {
     let write: Int32
 
     static func make() throws(SystemError) -> Pipe {
-        var fds: [Int32] = [-1, -1]
-        try SystemCall.check("pipe", "output pipe") { pipe(&fds) }
-        for fd in fds {
-            // opq_spawn closes descriptors ≥ 3 in the child as well; this covers other spawners.
-            _ = try? SystemCall.check("fcntl", "FD_CLOEXEC") { fcntl(fd, F_SETFD, FD_CLOEXEC) }
+        // Close-on-exec from the start (opq_spawn closes descriptors ≥ 3 in the child as well; this covers
+        // other spawners).
+        switch ChildSpawn.makePipe() {
+        case .success(let fds): return Pipe(read: fds.read, write: fds.write)
+        case .failure(let failure): throw SystemError(call: "pipe2", errno: failure.errno, detail: "output pipe")
         }
-        return Pipe(read: fds[0], write: fds[1])
     }
 
     static func close(_ fd: Int32) {
@@ -71,13 +70,17 @@ extension Spawner {
             }
             return program
         }
-        let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/local/bin:/usr/bin:/bin"
         var denied = false
-        for directory in path.split(separator: ":", omittingEmptySubsequences: false) {
-            let candidate = (directory.isEmpty ? "." : String(directory)) + "/" + program
+        for directory in searchPath {
+            let candidate = directory + "/" + program
             if access(candidate, X_OK) == 0 { return candidate }
             if errno == EACCES { denied = true }
         }
         throw SystemError(call: "execve", errno: denied ? EACCES : ENOENT, detail: "running '\(program)'")
     }
+
+    /// The worker's `PATH`, split once: `ProcessInfo.environment` copies the whole environment into a
+    /// dictionary on every read, which cost more than the lookup itself on the path of every command.
+    private static let searchPath: [String] = (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/local/bin:/usr/bin:/bin")
+        .split(separator: ":", omittingEmptySubsequences: false).map { $0.isEmpty ? "." : String($0) }
 }

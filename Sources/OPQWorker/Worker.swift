@@ -35,6 +35,8 @@ import OPQCore
 ///
 /// Thread-safe. Register handlers before ``run()`` or ``start()``: the coordinator learns the names
 /// when the worker registers.
+// @unchecked Sendable: `outcome` and `started` are guarded by `condition`; the rest is immutable (the agent is
+// itself thread-safe).
 public final class Worker: @unchecked Sendable {
     /// How the worker connects and what it offers.
     public let configuration: WorkerConfiguration

@@ -12,6 +12,8 @@ import OPQSpawn
 /// on an ``AttemptRunner``, whose events reach that thread through an ``EventInbox``. The agent
 /// registers (and re-registers after every reconnect, naming what it still holds), runs dispatches,
 /// kills on request, batches its reports, exchanges heartbeats, and leaves with a `Goodbye` when stopped.
+// @unchecked Sendable: `requestedStop`, `stopReason` and `hasRun` are guarded by `lock`; `leaseWatchdog` is
+// written and read only by the thread in ``run()``; the rest is immutable or thread-safe itself.
 public final class WorkerAgent: @unchecked Sendable {
     /// How far a stop has gone; only increases.
     enum StopLevel: Int, Comparable, Sendable {

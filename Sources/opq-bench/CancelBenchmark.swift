@@ -204,6 +204,7 @@ enum CancelBenchmark {
 }
 
 /// A flag one thread sets and another reads.
+// @unchecked Sendable: `value` is guarded by `lock`.
 final class Flag: @unchecked Sendable {
     private let lock = NSLock()
     private var value = false

@@ -194,3 +194,38 @@ final class Once: @unchecked Sendable {
 func processExists(_ pid: pid_t) -> Bool {
     kill(pid, 0) == 0 || errno != ESRCH
 }
+
+/// Raised once from any thread; awaited with a deadline without blocking a thread.
+final class Flag: @unchecked Sendable {
+    private let lock = NSLock()
+    private var raised = false
+    private var waiters: [Int: CheckedContinuation<Bool, Never>] = [:]
+    private var nextWaiter = 0
+
+    var isRaised: Bool { lock.withLock { raised } }
+
+    func raise() {
+        let waiting: [CheckedContinuation<Bool, Never>] = lock.withLock {
+            raised = true
+            defer { waiters.removeAll() }
+            return Array(waiters.values)
+        }
+        for waiter in waiting { waiter.resume(returning: true) }
+    }
+
+    /// Whether the flag is raised within `timeout` seconds.
+    func wait(timeout: Double = 10) async -> Bool {
+        await withCheckedContinuation { continuation in
+            let id: Int? = lock.withLock {
+                if raised { return nil }
+                nextWaiter += 1
+                waiters[nextWaiter] = continuation
+                return nextWaiter
+            }
+            guard let id else { return continuation.resume(returning: true) }
+            DispatchQueue.global().asyncAfter(deadline: .now() + timeout) { [self] in
+                lock.withLock { waiters.removeValue(forKey: id) }?.resume(returning: false)
+            }
+        }
+    }
+}

@@ -31,4 +31,11 @@ pid_t opq_spawn(const opq_spawn_request *request);
 // Returns 0 or -errno.
 int opq_become_child_subreaper(void);
 
+// pidfd_open(pid, 0): a descriptor that polls readable once the process `pid` (a child not reaped yet)
+// has exited. Returns the descriptor (close-on-exec) or -errno (ENOSYS before Linux 5.3).
+int opq_pidfd_open(pid_t pid);
+
+// pipe2(fds, O_CLOEXEC): both ends close-on-exec in one system call. Returns 0 or -errno.
+int opq_pipe_cloexec(int fds[2]);
+
 #endif
