@@ -130,7 +130,7 @@ extension Coordinator {
         }
         let handle = core.workerJoined(
             id, slots: Int(register.slots), queues: register.queueSet, labels: register.labels,
-            holding: register.heldAttempts, at: now)
+            cpus: register.announcedCpus, memory: register.announcedMemory, holding: register.heldAttempts, at: now)
         let rejoined = sessions[id] != nil
         sessions[id] = WorkerSession(id: id, identity: identity, secret: secret, publicKey: peerKey, handle: handle, registration: register,
                                      lastSent: now, lastHeard: now, leaseRequest: leaseRequest)

@@ -161,6 +161,14 @@ struct WorkerRecord {
     var queueFilter: Set<String>?
     /// Its placement labels.
     var labels: [String: String]
+    /// CPUs it offers (``Resources/cpus``); its slot count when it announced none.
+    var cpus = 0
+    /// Bytes of memory it offers; `Int.max` when it announced none (memory is then not checked).
+    var memory = Int.max
+    /// CPUs of the operations it holds.
+    var usedCpus = 0
+    /// Memory of the operations it holds (wrapping arithmetic: exact while it stays within ``memory``).
+    var usedMemory = 0
     /// When it was last heard from.
     var lastSeen: Timestamp
     /// False once it left or was lost; the record then stays as a tombstone.

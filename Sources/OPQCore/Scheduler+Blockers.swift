@@ -17,6 +17,12 @@ extension Scheduler {
         case noWorker(queue: String, labels: [String: String])
         /// Workers that could take it have no free slot: it is in line (priority, then age).
         case workersBusy
+        /// No live worker serving its queue with its labels is large enough for it (the most CPUs and
+        /// memory any of them offers; memory nil when one announced none): it waits for one that is.
+        case tooLarge(needs: Resources, mostCpus: Int, mostMemory: Int?)
+        /// Workers that could hold it have not enough CPUs or memory free now, or are reserved for an
+        /// operation ahead of it in line: it is in line (README "Resources").
+        case resourcesBusy(needs: Resources)
 
         public var description: String {
             switch self {
@@ -37,6 +43,10 @@ extension Scheduler {
                         + labels.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: ",")
             case .workersBusy:
                 "in line for a free worker slot"
+            case let .tooLarge(needs, mostCpus, mostMemory):
+                Blocker.tooLargeText(needs, mostCpus: mostCpus, mostMemory: mostMemory)
+            case .resourcesBusy(let needs):
+                "in line for a worker with \(needs) free"
             }
         }
     }
@@ -65,9 +75,31 @@ extension Scheduler {
         }
         if eligible.isEmpty {
             blockers.append(.noWorker(queue: queue.name, labels: placements[Int(record.placement)]))
+        } else if let blocker = resourceBlocker(of: index, eligible: eligible, isInLine: record.state == .ready && blockers.isEmpty) {
+            blockers.append(blocker)
         } else if record.state == .ready, blockers.isEmpty, eligible.allSatisfy({ workers[$0].free == 0 }) {
             blockers.append(.workersBusy)
         }
         return blockers
+    }
+}
+
+extension Scheduler.Blocker {
+    /// "needs 8 cpus; the largest worker has 4": the dimension that no worker offers, with the most any does.
+    static func tooLargeText(_ needs: Resources, mostCpus: Int, mostMemory: Int?) -> String {
+        let cpusShort = needs.cpus > mostCpus
+        let memoryShort = mostMemory.map { needs.memory > $0 } ?? false
+        let what: String
+        switch (cpusShort, memoryShort) {
+        case (true, false):
+            what = "needs \(needs.cpus) cpus; the largest worker has \(mostCpus)"
+        case (false, true):
+            what = "needs \(ByteSize.format(needs.memory)) of memory; the largest worker has \(ByteSize.format(mostMemory ?? 0))"
+        case (true, true):
+            what = "needs \(needs); the largest workers have \(mostCpus) cpus and \(ByteSize.format(mostMemory ?? 0)) of memory"
+        case (false, false):
+            what = "needs \(needs) on one worker; no live worker has both"
+        }
+        return what + " (it waits until a worker that large registers)"
     }
 }

@@ -107,6 +107,11 @@ extension Scheduler {
             for op in worker.held where operations[op].worker != Int32(index) {
                 throw fail("worker \(worker.id): holds \(id(op)), which is not assigned to it")
             }
+            let needs = worker.held.map { placementNeeds[Int(operations[$0].placement)] }
+            guard worker.usedCpus == needs.reduce(0, { $0 + $1.cpus }),
+                  worker.usedMemory == needs.reduce(0, { $0 &+ $1.memory }) else {
+                throw fail("worker \(worker.id): uses \(worker.usedCpus) cpus and \(worker.usedMemory) bytes, its operations need other amounts")
+            }
             free += worker.free
             held += worker.held.count
         }

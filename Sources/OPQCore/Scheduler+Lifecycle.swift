@@ -74,7 +74,8 @@ extension Scheduler {
     ///
     /// Each step takes the best operation, by priority then submission order over every queue with
     /// capacity, that some live worker can take, and gives it to the capable worker with the most free
-    /// slots (ties: the earliest joined). Only free slots are filled: no prefetch.
+    /// slots (ties: the earliest joined). Only free slots are filled: no prefetch. An operation that
+    /// does not fit any worker now reserves one for itself (``worker(for:heap:reserved:)``).
     /// - Complexity: O(log n + q·c + w) per dispatch for q queues, c placement classes, w workers.
     mutating func pump() {
         while readyLive > 0 && freeSlots > 0 {
@@ -97,17 +98,11 @@ extension Scheduler {
             }
         }
         if candidates.count > 1 { candidates.sort { $0.key < $1.key } }
+        var reserved: [Int] = []  // workers held for an operation earlier in line (Scheduler+Resources)
         for candidate in candidates {
-            let placement = Int(queues[candidate.queue].heaps[candidate.heap].placement)
-            var best = -1
-            for worker in liveWorkers {
-                let free = workers[worker].free
-                guard free > 0, workers[worker].servesQueue[candidate.queue], workers[worker].fitsPlacement[placement] else {
-                    continue
-                }
-                if best < 0 || free > workers[best].free { best = worker }
+            if let best = worker(for: candidate.queue, heap: candidate.heap, reserved: &reserved) {
+                return (candidate.queue, candidate.heap, best)
             }
-            if best >= 0 { return (candidate.queue, candidate.heap, best) }
         }
         return nil
     }
@@ -133,6 +128,7 @@ extension Scheduler {
         operations[index].heldPosition = UInt32(workers[worker].held.count)
         workers[worker].held.append(index)
         freeSlots += workers[worker].free
+        charge(worker, for: index, times: 1)
         operations[index].worker = Int32(worker)
     }
 
@@ -142,6 +138,7 @@ extension Scheduler {
         let queue = Int(operations[index].queue)
         queues[queue].active -= 1
         if workers[worker].isAlive { freeSlots -= workers[worker].free }
+        charge(worker, for: index, times: -1)
         let position = Int(operations[index].heldPosition)
         let last = workers[worker].held.removeLast()
         if last != index {

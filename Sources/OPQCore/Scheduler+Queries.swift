@@ -28,6 +28,8 @@ extension Scheduler {
         public var timeout: Double?
         /// Retries still allowed.
         public var retriesLeft: Int
+        /// What it needs of the worker that runs it.
+        public var resources: Resources = .default
     }
 
     /// The operation `id`, or nil if unknown.
@@ -42,7 +44,7 @@ extension Scheduler {
             worker: record.worker >= 0 ? workers[Int(record.worker)].id : nil,
             dependencies: record.dependencies.filter { !$0.isImplicit }.map { self.id($0.index) },
             labels: placements[Int(record.placement)], timeout: record.timeout > 0 ? record.timeout : nil,
-            retriesLeft: Int(record.retriesLeft))
+            retriesLeft: Int(record.retriesLeft), resources: placementNeeds[Int(record.placement)])
     }
 
     /// A queue's settings and counts.
@@ -112,6 +114,10 @@ extension Scheduler {
         public var queues: Set<String>?
         public var labels: [String: String]
         public var lastSeen: Timestamp
+        /// CPUs it offers, and those its operations take.
+        public var cpus: Int, usedCpus: Int
+        /// Bytes of memory it offers (nil: announced none, not checked), and those its operations take.
+        public var memory: Int?, usedMemory: Int
     }
 
     /// Live workers in join order.
@@ -119,7 +125,9 @@ extension Scheduler {
         liveWorkers.map { index in
             let worker = workers[index]
             return WorkerSnapshot(id: worker.id, slots: worker.slots, operations: worker.held.sorted().map(id),
-                                  queues: worker.queueFilter, labels: worker.labels, lastSeen: worker.lastSeen)
+                                  queues: worker.queueFilter, labels: worker.labels, lastSeen: worker.lastSeen,
+                                  cpus: worker.cpus, usedCpus: worker.usedCpus,
+                                  memory: capacity(of: index).memory, usedMemory: worker.usedMemory)
         }
     }
 }

@@ -151,6 +151,8 @@ extension Scheduler {
             .invalidField(index: k, name: spec.name, field: field, problem: problem)
         }
         if spec.queue.isEmpty { throw invalid("queue", "must not be empty") }
+        if let problem = spec.resources.cpusProblem { throw invalid("cpus", problem) }
+        if let problem = spec.resources.memoryProblem { throw invalid("memory", problem) }
         if spec.retries < 0 { throw invalid("retries", "must be 0 or more, not \(spec.retries)") }
         if spec.retries > Limits.maxRetries { throw invalid("retries", "must be at most \(Limits.maxRetries), not \(spec.retries)") }
         // The same range every other edge checks (Limits), so a timeout accepted here is never refused by a worker.
@@ -283,7 +285,7 @@ extension Scheduler {
                 queue = self.queue(named: spec.queue)
                 lastQueue = (spec.queue, queue)
             }
-            let placement = spec.labels.isEmpty ? 0 : self.placement(for: spec.labels)
+            let placement = spec.labels.isEmpty && spec.resources == .default ? 0 : self.placement(for: spec.labels, needs: spec.resources)
             operations.append(OperationRecord(
                 name: spec.name, work: spec.work, sequence: nextSequence, timeout: spec.timeout ?? 0,
                 job: UInt32(job), queue: UInt32(queue), placement: UInt32(placement),

@@ -22,7 +22,8 @@ extension Scheduler {
     }
 
     /// A worker registers (or re-registers after a reconnect) with `slots` slots, optionally serving only
-    /// `queues`, carrying placement `labels`, and still holding `holding`.
+    /// `queues`, carrying placement `labels`, offering `cpus` CPUs (nil: as many as slots) and `memory`
+    /// bytes (nil: not announced, so memory is not checked on it), and still holding `holding`.
     ///
     /// Reconciliation: an attempt it still holds stays its own; one the core had given it that it no
     /// longer holds is lost; one it holds that was requeued but not yet given to anyone else is taken
@@ -30,7 +31,7 @@ extension Scheduler {
     @discardableResult
     public mutating func workerJoined(
         _ id: WorkerID, slots: Int, queues filter: Set<String>? = nil, labels: [String: String] = [:],
-        holding: [HeldAttempt] = [], at time: Timestamp
+        cpus: Int? = nil, memory: Int? = nil, holding: [HeldAttempt] = [], at time: Timestamp
     ) -> WorkerHandle {
         now = time
         let worker: Int
@@ -55,6 +56,8 @@ extension Scheduler {
         }
         workers[worker].queueFilter = filter
         workers[worker].labels = labels
+        workers[worker].cpus = max(0, cpus ?? slots)
+        workers[worker].memory = memory.map { max(0, $0) } ?? Int.max
         workers[worker].lastSeen = time
         workers[worker].servesQueue = queues.map { filter?.contains($0.name) ?? true }
         workers[worker].fitsPlacement = placements.map { Scheduler.fits($0, labels) }
@@ -76,7 +79,7 @@ extension Scheduler {
                 continue
             }
             if record.state == .ready, Int(record.attempt) == held.attempt, !record.work.isEmpty,
-               workers[worker].free > 0, workers[worker].servesQueue[Int(record.queue)] {
+               hasRoom(worker, for: placementNeeds[Int(record.placement)]), workers[worker].servesQueue[Int(record.queue)] {
                 adopt(index, by: worker)
             } else {
                 effects.append(.kill(held.operation, attempt: held.attempt, worker: id, reason: .stale))

@@ -48,8 +48,11 @@ public struct Scheduler: Sendable {
     var queueIndex: [String: Int] = [:]
     /// Placement classes (label sets); index 0 is the empty set.
     var placements: [[String: String]] = [[:]]
-    /// Placement class index by label set.
-    var placementIndex: [[String: String]: Int] = [[:]: 0]
+    /// What the operations of each placement class need of a worker, by class index (see ``Resources``):
+    /// a class is a label set and a demand, so the top of each ready heap stands for all of it.
+    var placementNeeds: [Resources] = [.default]
+    /// Placement class index by label set and demand.
+    var placementIndex: [PlacementKey: Int] = [PlacementKey(labels: [:], needs: .default): 0]
     /// Workers, live ones and tombstones.
     var workers: [WorkerRecord] = []
     /// Index of each live worker by id.
@@ -119,12 +122,14 @@ public struct Scheduler: Sendable {
         return index
     }
 
-    /// The placement class of `labels`, created if new.
-    mutating func placement(for labels: [String: String]) -> Int {
-        if let index = placementIndex[labels] { return index }
+    /// The placement class of `labels` and `needs`, created if new.
+    mutating func placement(for labels: [String: String], needs: Resources = .default) -> Int {
+        let key = PlacementKey(labels: labels, needs: needs)
+        if let index = placementIndex[key] { return index }
         let index = placements.count
         placements.append(labels)
-        placementIndex[labels] = index
+        placementNeeds.append(needs)
+        placementIndex[key] = index
         for worker in workers.indices {
             workers[worker].fitsPlacement.append(Scheduler.fits(labels, workers[worker].labels))
         }

@@ -35,6 +35,8 @@ public struct OperationSpec: Sendable {
     public var timeout: Double?
     /// Placement: only workers carrying all these labels may run it.
     public var labels: [String: String]
+    /// What it needs of the worker that runs it (default: 1 cpu, no memory); see ``Resources``.
+    public var resources: Resources = .default
     /// A barrier (Foundation's `addBarrierBlock`): waits for everything earlier in its queue, holds everything later.
     public var isBarrier: Bool
     /// Operations accepted earlier that are to depend on this one, added atomically with the submission

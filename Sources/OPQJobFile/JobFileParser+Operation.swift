@@ -4,7 +4,7 @@ import Yams
 extension JobFileParser {
     static let operationFields = [
         "name", "command", "shell", "commands", "handler", "payload", "after", "requires", "priority", "qos",
-        "retries", "timeout", "env", "cwd", "labels", "queue", "barrier", "inputs", "outputs",
+        "retries", "timeout", "env", "cwd", "labels", "queue", "barrier", "inputs", "outputs", "cpus", "memory",
     ]
     /// The keys that say what an operation does; at most one per operation.
     static let workFields = ["command", "shell", "commands", "handler"]
@@ -29,6 +29,7 @@ extension JobFileParser {
 
         var spec = OperationSpec(queue: defaults.queue, priority: defaults.priority, qualityOfService: defaults.qualityOfService,
                                  requires: defaults.requires, retries: defaults.retries, timeout: defaults.timeout)
+        spec.resources = defaults.resources
         if let name = fields["name"] {
             spec.name = try reader.name(name, subject, field: "name")
             if !spec.name.isEmpty { subject = Self.subject(named: spec.name) }
@@ -104,6 +105,8 @@ extension JobFileParser {
             case "retries": spec.retries = try reader.int(value, subject, field: key, in: 0...Limits.maxRetries)
             case "timeout": spec.timeout = try reader.seconds(value, subject, field: key, positive: true)
             case "labels": spec.labels = try reader.stringMap(value, subject, field: key)
+            case "cpus": spec.resources.cpus = try reader.int(value, subject, field: key, in: 1...Limits.maxCpus)
+            case "memory": spec.resources.memory = try reader.memory(value, subject, field: key)
             case "queue": spec.queue = try reader.name(value, subject, field: key)
             case "barrier": spec.isBarrier = try reader.bool(value, subject, field: key)
             case "inputs", "outputs": break  // below, once the commands are known

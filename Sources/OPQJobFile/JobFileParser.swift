@@ -10,6 +10,8 @@ struct OperationDefaults {
     var environment: [String: String] = [:]
     var workingDirectory: String?
     var qualityOfService: QualityOfService = .default
+    /// `cpus:` and `memory:` (README "Resources").
+    var resources: Resources = .default
     /// The queue of operations that name none (top-level `queue:`).
     var queue = "default"
 }
@@ -18,7 +20,7 @@ struct OperationDefaults {
 struct JobFileParser {
     static let topLevelFields = ["queue", "queues", "defaults", "operations", "after_jobs"]
     static let queueFields = ["maxConcurrent", "suspended"]
-    static let defaultFields = ["priority", "requires", "retries", "timeout", "env", "cwd", "qos"]
+    static let defaultFields = ["priority", "requires", "retries", "timeout", "env", "cwd", "qos", "cpus", "memory"]
 
     let reader: NodeReader
     var defaults = OperationDefaults()
@@ -87,6 +89,8 @@ struct JobFileParser {
             case "env": defaults.environment = try reader.stringMap(value, subject, field: key, isEnvironment: true)
             case "cwd": defaults.workingDirectory = try reader.name(value, subject, field: key)
             case "qos": defaults.qualityOfService = try qualityOfService(value, subject)
+            case "cpus": defaults.resources.cpus = try reader.int(value, subject, field: key, in: 1...Limits.maxCpus)
+            case "memory": defaults.resources.memory = try reader.memory(value, subject, field: key)
             default: break
             }
         }

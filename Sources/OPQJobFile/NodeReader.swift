@@ -207,6 +207,17 @@ struct NodeReader {
         return seconds
     }
 
+    /// A memory size: bytes (`1048576`) or a number with a unit (`512M`, `2G`; ``ByteSize``), from 0 to
+    /// ``Limits/maxMemory``. `2^70`, `-1`, `lots` are refused here, with the line.
+    func memory(_ node: Node, _ subject: String?, field: String) throws(JobFileError) -> Int {
+        guard case .scalar(let scalar) = node, node.null == nil, node.bool == nil else {
+            throw error(at: node, subject, field: field,
+                        "\(field) must be a size such as 512M or 2G (K, M, G, T, P are powers of 1024), not \(Self.describe(node))")
+        }
+        if let problem = Limits.memoryProblem(scalar.string, name: field) { throw error(at: node, subject, field: field, problem) }
+        return ByteSize.bytes(parsing: scalar.string)!
+    }
+
     // MARK: Collections
 
     /// A list of text items with their nodes; a single scalar is taken as a one-item list when `allowSingle`.

@@ -24,6 +24,10 @@ extension Opq_V1_Blocker {
             labels = required
         case .workersBusy:
             kind = .workersBusy
+        case .tooLarge:
+            kind = .tooLarge
+        case .resourcesBusy:
+            kind = .resourcesBusy
         }
     }
 }

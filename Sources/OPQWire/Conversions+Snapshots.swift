@@ -57,6 +57,8 @@ extension Opq_V1_OperationInfo {
         labels = snapshot.labels
         if let timeout = snapshot.timeout { timeoutSeconds = timeout }
         retriesLeft = UInt32(clamping: snapshot.retriesLeft)
+        cpus = UInt32(clamping: snapshot.resources.cpus)
+        memoryBytes = UInt64(clamping: snapshot.resources.memory)
     }
 
     /// The operation's id.
@@ -109,6 +111,8 @@ extension Opq_V1_WorkerInfo {
         if let queues = snapshot.queues { queueFilter = .with { $0.queues = queues.sorted() } }
         labels = snapshot.labels
         lastSeen = snapshot.lastSeen
+        cpus = UInt32(clamping: snapshot.cpus)
+        if let memory = snapshot.memory { memoryBytes = UInt64(clamping: memory) }
     }
 
     /// The queues it serves: nil = every queue.

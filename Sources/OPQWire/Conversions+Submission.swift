@@ -18,6 +18,8 @@ extension Opq_V1_OperationSpec {
         labels = spec.labels
         barrier = spec.isBarrier
         dependants = spec.dependants.map(\.rawValue)
+        if spec.resources.cpus != 1 { cpus = UInt32(clamping: spec.resources.cpus) }
+        memoryBytes = UInt64(clamping: spec.resources.memory)
     }
 }
 
@@ -37,6 +39,7 @@ extension OperationSpec {
             labels: wire.labels,
             isBarrier: wire.barrier,
             dependants: wire.dependants.map(OperationID.init))
+        resources = Resources(cpus: wire.cpus == 0 ? 1 : Int(wire.cpus), memory: Int(clamping: wire.memoryBytes))
     }
 }
 

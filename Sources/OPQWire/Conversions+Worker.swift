@@ -31,6 +31,18 @@ extension Opq_V1_Register {
 
     /// The attempts the worker still holds (`Scheduler.workerJoined`'s `holding`).
     public var heldAttempts: [Scheduler.HeldAttempt] { held.map(\.held) }
+
+    /// The CPUs the worker offers (`Scheduler.workerJoined`'s `cpus`): nil = as many as its slots.
+    public var announcedCpus: Int? {
+        get { cpus == 0 ? nil : Int(cpus) }
+        set { cpus = newValue.map { UInt32(clamping: $0) } ?? 0 }
+    }
+
+    /// The bytes of memory the worker offers (`Scheduler.workerJoined`'s `memory`): nil = not announced.
+    public var announcedMemory: Int? {
+        get { hasMemoryBytes ? Int(clamping: memoryBytes) : nil }
+        set { if let bytes = newValue { memoryBytes = UInt64(clamping: bytes) } else { clearMemoryBytes() } }
+    }
 }
 
 extension Opq_V1_KillReason {

@@ -103,6 +103,9 @@ extension Opq_V1_OperationSpec {
         try Check.that(retries <= WireLimits.maxRetries, path() + ".retries",
                        "must be at most \(WireLimits.maxRetries), not \(retries)")
         try Check.map(labels, path() + ".labels")
+        try Check.that(cpus <= WireLimits.maxCpus, path() + ".cpus", "must be at most \(WireLimits.maxCpus), not \(cpus)")
+        try Check.that(memoryBytes <= WireLimits.maxMemory, path() + ".memory_bytes",
+                       "must be at most \(WireLimits.maxMemory), not \(memoryBytes)")
     }
 }
 

@@ -40,6 +40,11 @@ extension Opq_V1_Register {
             }
         }
         try Check.map(labels, path + ".labels")
+        try Check.that(cpus <= WireLimits.maxCpus, path + ".cpus", "must be at most \(WireLimits.maxCpus), not \(cpus)")
+        if hasMemoryBytes {
+            try Check.that(memoryBytes <= WireLimits.maxMemory, path + ".memory_bytes",
+                           "must be at most \(WireLimits.maxMemory), not \(memoryBytes)")
+        }
         try Check.count(held.count, path + ".held", maximum: WireLimits.maxBatchItems)
         for (k, ref) in held.enumerated() { try Check.attempt(ref, "\(path).held[\(k)]") }
         try Check.count(handlers.count, path + ".handlers")

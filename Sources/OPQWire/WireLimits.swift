@@ -28,6 +28,10 @@ public enum WireLimits {
     public static let maxProgressMessageBytes = 1_024
     /// Most worker slots.
     public static let maxSlots = Int32(Limits.maxSlots)
+    /// Most CPUs of an operation or a worker (`cpus`).
+    public static let maxCpus = UInt32(Limits.maxCpus)
+    /// Most bytes of memory of an operation or a worker (`memory_bytes`).
+    public static let maxMemory = UInt64(Limits.maxMemory)
     /// Highest attempt number a valid message can carry.
     public static let maxAttempt = UInt32(Limits.maxAttempt)
     /// Most retries of one operation.

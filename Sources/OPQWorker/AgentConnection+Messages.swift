@@ -140,6 +140,8 @@ extension AgentConnection {
                 $0.slots = slots
                 $0.queueSet = configuration.queues
                 $0.labels = configuration.labels
+                $0.announcedCpus = configuration.cpus
+                $0.announcedMemory = configuration.memory
                 $0.held = held.sorted().map { Opq_V1_AttemptRef($0.operation, attempt: $0.attempt) }
                 $0.handlers = handlers
                 $0.host = WorkerConfiguration.hostName

@@ -19,6 +19,11 @@ public struct WorkerConfiguration: Sendable {
     public var queues: Set<String>?
     /// Placement labels offered to operations that ask for them (e.g. `gpu=1`).
     public var labels: [String: String]
+    /// CPUs offered to operations' `cpus:` (README "Resources"); nil = as many as ``slots``.
+    public var cpus: Int? = nil
+    /// Bytes of memory offered to operations' `memory:`; nil = not announced (the coordinator then
+    /// does not check memory on this worker). `opq-worker` announces the machine's memory by default.
+    public var memory: Int? = nil
     /// Seconds between SIGTERM and SIGKILL when a command is killed, unless the dispatch names a
     /// positive grace of its own.
     public var killGracePeriod: Double
@@ -82,12 +87,24 @@ public struct WorkerConfiguration: Sendable {
         return full.split(separator: ".").first.map(String.init) ?? full
     }
 
+    /// This configuration offering `cpus` CPUs and `memory` bytes (README "Resources").
+    public func with(cpus: Int?, memory: Int?) -> WorkerConfiguration {
+        var configuration = self
+        configuration.cpus = cpus
+        configuration.memory = memory
+        return configuration
+    }
+
     /// What is wrong with this configuration, in words a user can act on; nil if nothing is.
     public var problem: String? {
         let nameBytes = name.utf8.count
         if nameBytes == 0 || nameBytes > 255 { return "the worker name must be 1 to 255 bytes long, not \(nameBytes)" }
         if name.utf8.first == 0 { return "the worker name must not start with a NUL byte" }
         if slots < 1 { return "a worker needs at least one slot, not \(slots)" }
+        if let cpus, let problem = Limits.countProblem(cpus, name: "cpus", range: 1...Limits.maxCpus) { return problem }
+        if let memory, !(0...Limits.maxMemory).contains(memory) {
+            return "memory must be from 0 to \(ByteSize.format(Limits.maxMemory)), not \(memory) bytes"
+        }
         if !(killGracePeriod >= 0 && killGracePeriod.isFinite) { return "the kill grace period must be ≥ 0 seconds, not \(killGracePeriod)" }
         if !(heartbeatInterval > 0 && heartbeatInterval.isFinite) {
             return "the heartbeat interval must be a positive number of seconds, not \(heartbeatInterval)"

@@ -24,6 +24,7 @@ struct OPQWorkerCommand: ParsableCommand {
               opq-worker --slots 4
               opq-worker --coordinator tcp://127.0.0.1:7130 --slots 8 --queues build,test
               opq-worker --slots 1 --label gpu=1 --label host=a --name gpu-a
+              opq-worker --cpus 8 --memory 32G --slots 16
               OPQ_WORKER_ENDPOINT=ipc:///tmp/opq/w opq-worker --slots 2 --log-level debug
               opq-worker --coordinator tcp://head:7130 --server-key coordinator.public --curve-key worker.secret --slots 8
 
@@ -41,8 +42,17 @@ struct OPQWorkerCommand: ParsableCommand {
     @Option(help: ArgumentHelp("The coordinator's worker endpoint (environment: OPQ_WORKER_ENDPOINT).", valueName: "endpoint"))
     var coordinator = ProcessInfo.processInfo.environment["OPQ_WORKER_ENDPOINT"] ?? WorkerConfiguration.defaultCoordinator
 
-    @Option(help: ArgumentHelp("How many operations run at once (1 to \(Limits.maxSlots)).", valueName: "n"))
-    var slots: Int
+    @Option(help: ArgumentHelp("How many operations run at once (1 to \(Limits.maxSlots); default: --cpus, or the machine's CPUs).", valueName: "n"))
+    var slots: Int?
+
+    @Option(help: ArgumentHelp("CPUs offered to operations' cpus: (1 to \(Limits.maxCpus); default: --slots, or the machine's CPUs).", valueName: "n"))
+    var cpus: Int?
+
+    @Option(help: ArgumentHelp("Memory offered to operations' memory:, e.g. 16G (K, M, G, T = powers of 1024; default: the machine's memory).", valueName: "size"))
+    var memory: String?
+
+    /// `--slots`, else `--cpus`, else the machine's CPUs: `--slots` stays a shorthand for CPUs.
+    var slotCount: Int { slots ?? cpus ?? ProcessInfo.processInfo.activeProcessorCount }
 
     @Option(help: ArgumentHelp("Serve only these queues, comma-separated (default: every queue).", valueName: "a,b"))
     var queues: String?
@@ -82,9 +92,11 @@ struct OPQWorkerCommand: ParsableCommand {
                 labelMap[String(label[..<equals])] = String(label[label.index(after: equals)...])
             }
             return WorkerConfiguration(
-                coordinator: coordinator, name: name ?? WorkerConfiguration.defaultName(), slots: slots,
+                coordinator: coordinator, name: name ?? WorkerConfiguration.defaultName(), slots: slotCount,
                 queues: queues.map { Set($0.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }) },
                 labels: labelMap, killGracePeriod: killGrace, heartbeatInterval: heartbeat)
+                .with(cpus: cpus ?? slotCount,
+                      memory: memory.flatMap(ByteSize.bytes(parsing:)) ?? Int(clamping: ProcessInfo.processInfo.physicalMemory))
         }
     }
 
@@ -92,7 +104,9 @@ struct OPQWorkerCommand: ParsableCommand {
         // The flags' own ranges (OPQCore.Limits, the same the coordinator and the wire use), named by flag,
         // before the configuration's own checks.
         let problems = [
-            Limits.countProblem(slots, name: "--slots", range: 1...Limits.maxSlots),
+            Limits.countProblem(slotCount, name: "--slots", range: 1...Limits.maxSlots),
+            cpus.flatMap { Limits.countProblem($0, name: "--cpus", range: 1...Limits.maxCpus) },
+            memory.flatMap { Limits.memoryProblem($0, name: "--memory") },
             Limits.durationProblem(killGrace, name: "--kill-grace"),
             Limits.durationProblem(heartbeat, name: "--heartbeat", positive: true),
         ]

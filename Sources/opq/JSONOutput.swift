@@ -16,7 +16,7 @@ enum JSONOutput {
     }
 
     /// One reason an operation has not started: `{"kind": "dependencies"|"retryBackoff"|"queueSuspended"|
-    /// "queueAtLimit"|"noWorker"|"workersBusy", "text": …}` plus `operations`, `queue`, `limit` or `labels`
+    /// "queueAtLimit"|"noWorker"|"workersBusy"|"tooLarge"|"resourcesBusy", "text": …}` plus `operations`, `queue`, `limit` or `labels`
     /// where the kind has them.
     static func blocker(_ blocker: Opq_V1_Blocker) -> [String: Any] {
         var object: [String: Any] = ["text": blocker.text]
@@ -27,6 +27,8 @@ enum JSONOutput {
         case .queueAtLimit: object["kind"] = "queueAtLimit"; object["queue"] = blocker.queue; object["limit"] = blocker.limit
         case .noWorker: object["kind"] = "noWorker"; object["queue"] = blocker.queue; object["labels"] = blocker.labels
         case .workersBusy: object["kind"] = "workersBusy"
+        case .tooLarge: object["kind"] = "tooLarge"
+        case .resourcesBusy: object["kind"] = "resourcesBusy"
         case .unspecified, .UNRECOGNIZED: object["kind"] = "unknown"
         }
         return object

@@ -22,6 +22,12 @@ struct OperationOptions: ParsableArguments {
     @Option(help: ArgumentHelp("The working directory of the command (default: the current directory).", valueName: "dir"))
     var cwd: String?
 
+    @Option(help: ArgumentHelp("CPUs it needs on one worker (1 to \(Limits.maxCpus); default 1).", valueName: "n"))
+    var cpus = 1
+
+    @Option(help: ArgumentHelp("Memory it needs on one worker, e.g. 2G (K, M, G, T = powers of 1024; default none).", valueName: "size"))
+    var memory: String?
+
     func validate() throws {
         if !(0...Limits.maxRetries).contains(retries) { throw ValidationError("--retries must be from 0 to \(Limits.maxRetries)") }
         if let timeout, !Limits.isValidDuration(timeout, positive: true) {
@@ -30,6 +36,8 @@ struct OperationOptions: ParsableArguments {
         if queue.utf8.count > Limits.maxNameBytes { throw ValidationError("--queue must be at most \(Limits.maxNameBytes) bytes") }
         if let cwd, cwd.utf8.count > Limits.maxNameBytes { throw ValidationError("--cwd must be at most \(Limits.maxNameBytes) bytes") }
         if queue.isEmpty { throw ValidationError("--queue must not be empty") }
+        if let problem = Limits.countProblem(cpus, name: "--cpus", range: 1...Limits.maxCpus) { throw ValidationError(problem) }
+        if let memory, let problem = Limits.memoryProblem(memory, name: "--memory") { throw ValidationError(problem) }
     }
 
     /// The directory commands run in.
@@ -49,7 +57,9 @@ struct OperationOptions: ParsableArguments {
         case "success": requirement = .success
         default: throw fail(.usage, "--requires '\(requires)' is not 'any' or 'success'")
         }
-        return OperationSpec(queue: queue, priority: level, qualityOfService: service, requires: requirement,
-                             retries: retries, timeout: timeout)
+        var spec = OperationSpec(queue: queue, priority: level, qualityOfService: service, requires: requirement,
+                                 retries: retries, timeout: timeout)
+        spec.resources = Resources(cpus: cpus, memory: memory.flatMap(ByteSize.bytes(parsing:)) ?? 0)
+        return spec
     }
 }

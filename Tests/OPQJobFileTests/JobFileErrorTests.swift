@@ -39,7 +39,7 @@ func failure(_ text: String, file: String = "jobs.yaml", json: Bool = false) -> 
             defaults:
               zzz: 1
             operations: [{name: a}]
-            """) == "jobs.yaml:2: defaults: unknown field 'zzz' (expected one of: priority, requires, retries, timeout, env, cwd, qos)")
+            """) == "jobs.yaml:2: defaults: unknown field 'zzz' (expected one of: priority, requires, retries, timeout, env, cwd, qos, cpus, memory)")
         #expect(failure("""
             queues:
               fast: {maxConcurent: 2}

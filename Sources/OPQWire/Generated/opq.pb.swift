@@ -635,6 +635,12 @@ public nonisolated enum Opq_V1_BlockerKind: SwiftProtobuf.Enum, Swift.CaseIterab
 
   /// Eligible workers have no free slot: in line.
   case workersBusy // = 6
+
+  /// No eligible worker has as many CPUs or as much memory as it needs.
+  case tooLarge // = 7
+
+  /// Eligible workers have not enough free now (or are reserved): in line.
+  case resourcesBusy // = 8
   case UNRECOGNIZED(Int)
 
   public init() {
@@ -650,6 +656,8 @@ public nonisolated enum Opq_V1_BlockerKind: SwiftProtobuf.Enum, Swift.CaseIterab
     case 4: self = .queueAtLimit
     case 5: self = .noWorker
     case 6: self = .workersBusy
+    case 7: self = .tooLarge
+    case 8: self = .resourcesBusy
     default: self = .UNRECOGNIZED(rawValue)
     }
   }
@@ -663,6 +671,8 @@ public nonisolated enum Opq_V1_BlockerKind: SwiftProtobuf.Enum, Swift.CaseIterab
     case .queueAtLimit: return 4
     case .noWorker: return 5
     case .workersBusy: return 6
+    case .tooLarge: return 7
+    case .resourcesBusy: return 8
     case .UNRECOGNIZED(let i): return i
     }
   }
@@ -676,6 +686,8 @@ public nonisolated enum Opq_V1_BlockerKind: SwiftProtobuf.Enum, Swift.CaseIterab
     .queueAtLimit,
     .noWorker,
     .workersBusy,
+    .tooLarge,
+    .resourcesBusy,
   ]
 
 }
@@ -1029,11 +1041,25 @@ public nonisolated struct Opq_V1_Register: Sendable {
   /// worker's key will do this.)
   public var sessionSecret: Data = Data()
 
+  /// Capacity (README "Resources"): CPUs offered, 0 = as many as slots; bytes of memory offered, absent =
+  /// not announced (memory is then not checked on this worker). At most 1048576 CPUs and 2^50 bytes.
+  public var cpus: UInt32 = 0
+
+  public var memoryBytes: UInt64 {
+    get {_memoryBytes ?? 0}
+    set {_memoryBytes = newValue}
+  }
+  /// Returns true if `memoryBytes` has been explicitly set.
+  public var hasMemoryBytes: Bool {self._memoryBytes != nil}
+  /// Clears the value of `memoryBytes`. Subsequent reads from it will return its default value.
+  public mutating func clearMemoryBytes() {self._memoryBytes = nil}
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
 
   fileprivate var _queueFilter: Opq_V1_QueueFilter? = nil
+  fileprivate var _memoryBytes: UInt64? = nil
 }
 
 /// The queues a worker serves. Present with an empty list = serves no queue.
@@ -1778,65 +1804,106 @@ public nonisolated struct Opq_V1_Submit: Sendable {
 }
 
 /// One operation as submitted.
-public nonisolated struct Opq_V1_OperationSpec: Sendable {
+public nonisolated struct Opq_V1_OperationSpec: @unchecked Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
   // methods supported on all messages.
 
   /// Unique within the Submit; empty = unnamed.
-  public var name: String = String()
+  public var name: String {
+    get {_storage._name}
+    set {_uniqueStorage()._name = newValue}
+  }
 
   /// Its queue; empty = "default".
-  public var queue: String = String()
+  public var queue: String {
+    get {_storage._queue}
+    set {_uniqueStorage()._queue = newValue}
+  }
 
   /// Absent = empty work.
   public var work: Opq_V1_Work {
-    get {_work ?? Opq_V1_Work()}
-    set {_work = newValue}
+    get {_storage._work ?? Opq_V1_Work()}
+    set {_uniqueStorage()._work = newValue}
   }
   /// Returns true if `work` has been explicitly set.
-  public var hasWork: Bool {self._work != nil}
+  public var hasWork: Bool {_storage._work != nil}
   /// Clears the value of `work`. Subsequent reads from it will return its default value.
-  public mutating func clearWork() {self._work = nil}
+  public mutating func clearWork() {_uniqueStorage()._work = nil}
 
-  public var dependencies: [Opq_V1_DependencyRef] = []
+  public var dependencies: [Opq_V1_DependencyRef] {
+    get {_storage._dependencies}
+    set {_uniqueStorage()._dependencies = newValue}
+  }
 
   /// Queue priority as an integer (snapped, see Conventions).
-  public var priority: Int32 = 0
+  public var priority: Int32 {
+    get {_storage._priority}
+    set {_uniqueStorage()._priority = newValue}
+  }
 
-  public var qos: Opq_V1_QualityOfService = .default
+  public var qos: Opq_V1_QualityOfService {
+    get {_storage._qos}
+    set {_uniqueStorage()._qos = newValue}
+  }
 
-  public var requires: Opq_V1_Requirement = .any
+  public var requires: Opq_V1_Requirement {
+    get {_storage._requires}
+    set {_uniqueStorage()._requires = newValue}
+  }
 
   /// Further attempts after a failed one.
-  public var retries: UInt32 = 0
+  public var retries: UInt32 {
+    get {_storage._retries}
+    set {_uniqueStorage()._retries = newValue}
+  }
 
   /// > 0; absent = no limit.
   public var timeoutSeconds: Double {
-    get {_timeoutSeconds ?? 0}
-    set {_timeoutSeconds = newValue}
+    get {_storage._timeoutSeconds ?? 0}
+    set {_uniqueStorage()._timeoutSeconds = newValue}
   }
   /// Returns true if `timeoutSeconds` has been explicitly set.
-  public var hasTimeoutSeconds: Bool {self._timeoutSeconds != nil}
+  public var hasTimeoutSeconds: Bool {_storage._timeoutSeconds != nil}
   /// Clears the value of `timeoutSeconds`. Subsequent reads from it will return its default value.
-  public mutating func clearTimeoutSeconds() {self._timeoutSeconds = nil}
+  public mutating func clearTimeoutSeconds() {_uniqueStorage()._timeoutSeconds = nil}
 
   /// Placement: only workers with all these labels.
-  public var labels: Dictionary<String,String> = [:]
+  public var labels: Dictionary<String,String> {
+    get {_storage._labels}
+    set {_uniqueStorage()._labels = newValue}
+  }
 
   /// Foundation's addBarrierBlock.
-  public var barrier: Bool = false
+  public var barrier: Bool {
+    get {_storage._barrier}
+    set {_uniqueStorage()._barrier = newValue}
+  }
 
   /// Accepted operations (ids ≥ 1) that are to depend on this one, added atomically with the Submit:
   /// a cycle they close refuses the whole Submit. One that is dispatched or finished gets no edge.
-  public var dependants: [UInt64] = []
+  public var dependants: [UInt64] {
+    get {_storage._dependants}
+    set {_uniqueStorage()._dependants = newValue}
+  }
+
+  /// What it needs of one worker (README "Resources"): CPUs, 0 = the default 1 (at most 1048576); bytes
+  /// of memory, 0 = none (at most 2^50). Dispatched only to a worker with that much free.
+  public var cpus: UInt32 {
+    get {_storage._cpus}
+    set {_uniqueStorage()._cpus = newValue}
+  }
+
+  public var memoryBytes: UInt64 {
+    get {_storage._memoryBytes}
+    set {_uniqueStorage()._memoryBytes = newValue}
+  }
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
 
-  fileprivate var _work: Opq_V1_Work? = nil
-  fileprivate var _timeoutSeconds: Double? = nil
+  fileprivate var _storage = _StorageClass.defaultInstance
 }
 
 /// A queue's settings; absent fields are left as they are.
@@ -2999,6 +3066,17 @@ public nonisolated struct Opq_V1_OperationInfo: @unchecked Sendable {
   /// Clears the value of `endedAt`. Subsequent reads from it will return its default value.
   public mutating func clearEndedAt() {_uniqueStorage()._endedAt = nil}
 
+  /// What it needs of one worker: CPUs (≥ 1) and bytes of memory (0 = none).
+  public var cpus: UInt32 {
+    get {_storage._cpus}
+    set {_uniqueStorage()._cpus = newValue}
+  }
+
+  public var memoryBytes: UInt64 {
+    get {_storage._memoryBytes}
+    set {_uniqueStorage()._memoryBytes = newValue}
+  }
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
@@ -3080,11 +3158,25 @@ public nonisolated struct Opq_V1_WorkerInfo: Sendable {
 
   public var pid: UInt32 = 0
 
+  /// CPUs offered (README "Resources").
+  public var cpus: UInt32 = 0
+
+  /// Bytes of memory offered; absent = not announced (not checked).
+  public var memoryBytes: UInt64 {
+    get {_memoryBytes ?? 0}
+    set {_memoryBytes = newValue}
+  }
+  /// Returns true if `memoryBytes` has been explicitly set.
+  public var hasMemoryBytes: Bool {self._memoryBytes != nil}
+  /// Clears the value of `memoryBytes`. Subsequent reads from it will return its default value.
+  public mutating func clearMemoryBytes() {self._memoryBytes = nil}
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
 
   fileprivate var _queueFilter: Opq_V1_QueueFilter? = nil
+  fileprivate var _memoryBytes: UInt64? = nil
 }
 
 /// Live workers, in join order.
@@ -3384,7 +3476,7 @@ nonisolated extension Opq_V1_ErrorCode: SwiftProtobuf._ProtoNameProviding {
 }
 
 nonisolated extension Opq_V1_BlockerKind: SwiftProtobuf._ProtoNameProviding {
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0BLOCKER_KIND_UNSPECIFIED\0\u{1}BLOCKER_KIND_DEPENDENCIES\0\u{1}BLOCKER_KIND_RETRY_BACKOFF\0\u{1}BLOCKER_KIND_QUEUE_SUSPENDED\0\u{1}BLOCKER_KIND_QUEUE_AT_LIMIT\0\u{1}BLOCKER_KIND_NO_WORKER\0\u{1}BLOCKER_KIND_WORKERS_BUSY\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0BLOCKER_KIND_UNSPECIFIED\0\u{1}BLOCKER_KIND_DEPENDENCIES\0\u{1}BLOCKER_KIND_RETRY_BACKOFF\0\u{1}BLOCKER_KIND_QUEUE_SUSPENDED\0\u{1}BLOCKER_KIND_QUEUE_AT_LIMIT\0\u{1}BLOCKER_KIND_NO_WORKER\0\u{1}BLOCKER_KIND_WORKERS_BUSY\0\u{1}BLOCKER_KIND_TOO_LARGE\0\u{1}BLOCKER_KIND_RESOURCES_BUSY\0")
 }
 
 nonisolated extension Opq_V1_Command: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
@@ -3893,7 +3985,7 @@ nonisolated extension Opq_V1_WorkerMessage: SwiftProtobuf.Message, SwiftProtobuf
 
 nonisolated extension Opq_V1_Register: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".Register"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}protocol_version\0\u{3}worker_name\0\u{1}slots\0\u{3}queue_filter\0\u{1}labels\0\u{1}held\0\u{1}handlers\0\u{1}host\0\u{1}pid\0\u{3}session_secret\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}protocol_version\0\u{3}worker_name\0\u{1}slots\0\u{3}queue_filter\0\u{1}labels\0\u{1}held\0\u{1}handlers\0\u{1}host\0\u{1}pid\0\u{3}session_secret\0\u{2}`\u{5}cpus\0\u{3}memory_bytes\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -3911,6 +4003,8 @@ nonisolated extension Opq_V1_Register: SwiftProtobuf.Message, SwiftProtobuf._Mes
       case 8: try { try decoder.decodeSingularStringField(value: &self.host) }()
       case 9: try { try decoder.decodeSingularUInt32Field(value: &self.pid) }()
       case 10: try { try decoder.decodeSingularBytesField(value: &self.sessionSecret) }()
+      case 362: try { try decoder.decodeSingularUInt32Field(value: &self.cpus) }()
+      case 363: try { try decoder.decodeSingularUInt64Field(value: &self._memoryBytes) }()
       default: break
       }
     }
@@ -3951,6 +4045,12 @@ nonisolated extension Opq_V1_Register: SwiftProtobuf.Message, SwiftProtobuf._Mes
     if !self.sessionSecret.isEmpty {
       try visitor.visitSingularBytesField(value: self.sessionSecret, fieldNumber: 10)
     }
+    if self.cpus != 0 {
+      try visitor.visitSingularUInt32Field(value: self.cpus, fieldNumber: 362)
+    }
+    try { if let v = self._memoryBytes {
+      try visitor.visitSingularUInt64Field(value: v, fieldNumber: 363)
+    } }()
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -3965,6 +4065,8 @@ nonisolated extension Opq_V1_Register: SwiftProtobuf.Message, SwiftProtobuf._Mes
     if lhs.host != rhs.host {return false}
     if lhs.pid != rhs.pid {return false}
     if lhs.sessionSecret != rhs.sessionSecret {return false}
+    if lhs.cpus != rhs.cpus {return false}
+    if lhs._memoryBytes != rhs._memoryBytes {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -5206,88 +5308,160 @@ nonisolated extension Opq_V1_Submit: SwiftProtobuf.Message, SwiftProtobuf._Messa
 
 nonisolated extension Opq_V1_OperationSpec: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".OperationSpec"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}name\0\u{1}queue\0\u{1}work\0\u{1}dependencies\0\u{1}priority\0\u{1}qos\0\u{1}requires\0\u{1}retries\0\u{3}timeout_seconds\0\u{1}labels\0\u{1}barrier\0\u{2}i\u{2}dependants\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}name\0\u{1}queue\0\u{1}work\0\u{1}dependencies\0\u{1}priority\0\u{1}qos\0\u{1}requires\0\u{1}retries\0\u{3}timeout_seconds\0\u{1}labels\0\u{1}barrier\0\u{2}i\u{2}dependants\0\u{2}t\u{2}cpus\0\u{3}memory_bytes\0")
+
+  fileprivate class _StorageClass {
+    var _name: String = String()
+    var _queue: String = String()
+    var _work: Opq_V1_Work? = nil
+    var _dependencies: [Opq_V1_DependencyRef] = []
+    var _priority: Int32 = 0
+    var _qos: Opq_V1_QualityOfService = .default
+    var _requires: Opq_V1_Requirement = .any
+    var _retries: UInt32 = 0
+    var _timeoutSeconds: Double? = nil
+    var _labels: Dictionary<String,String> = [:]
+    var _barrier: Bool = false
+    var _dependants: [UInt64] = []
+    var _cpus: UInt32 = 0
+    var _memoryBytes: UInt64 = 0
+
+      // This property is used as the initial default value for new instances of the type.
+      // The type itself is protecting the reference to its storage via CoW semantics.
+      // This will force a copy to be made of this reference when the first mutation occurs;
+      // hence, it is safe to mark this as `nonisolated(unsafe)`.
+      static nonisolated(unsafe) let defaultInstance = _StorageClass()
+
+    private init() {}
+
+    init(copying source: _StorageClass) {
+      _name = source._name
+      _queue = source._queue
+      _work = source._work
+      _dependencies = source._dependencies
+      _priority = source._priority
+      _qos = source._qos
+      _requires = source._requires
+      _retries = source._retries
+      _timeoutSeconds = source._timeoutSeconds
+      _labels = source._labels
+      _barrier = source._barrier
+      _dependants = source._dependants
+      _cpus = source._cpus
+      _memoryBytes = source._memoryBytes
+    }
+  }
+
+  fileprivate mutating func _uniqueStorage() -> _StorageClass {
+    if !isKnownUniquelyReferenced(&_storage) {
+      _storage = _StorageClass(copying: _storage)
+    }
+    return _storage
+  }
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
-    while let fieldNumber = try decoder.nextFieldNumber() {
-      // The use of inline closures is to circumvent an issue where the compiler
-      // allocates stack space for every case branch when no optimizations are
-      // enabled. https://github.com/apple/swift-protobuf/issues/1034
-      switch fieldNumber {
-      case 1: try { try decoder.decodeSingularStringField(value: &self.name) }()
-      case 2: try { try decoder.decodeSingularStringField(value: &self.queue) }()
-      case 3: try { try decoder.decodeSingularMessageField(value: &self._work) }()
-      case 4: try { try decoder.decodeRepeatedMessageField(value: &self.dependencies) }()
-      case 5: try { try decoder.decodeSingularSInt32Field(value: &self.priority) }()
-      case 6: try { try decoder.decodeSingularEnumField(value: &self.qos) }()
-      case 7: try { try decoder.decodeSingularEnumField(value: &self.requires) }()
-      case 8: try { try decoder.decodeSingularUInt32Field(value: &self.retries) }()
-      case 9: try { try decoder.decodeSingularDoubleField(value: &self._timeoutSeconds) }()
-      case 10: try { try decoder.decodeMapField(fieldType: SwiftProtobuf._ProtobufMap<SwiftProtobuf.ProtobufString,SwiftProtobuf.ProtobufString>.self, value: &self.labels) }()
-      case 11: try { try decoder.decodeSingularBoolField(value: &self.barrier) }()
-      case 180: try { try decoder.decodeRepeatedUInt64Field(value: &self.dependants) }()
-      default: break
+    _ = _uniqueStorage()
+    try withExtendedLifetime(_storage) { (_storage: _StorageClass) in
+      while let fieldNumber = try decoder.nextFieldNumber() {
+        // The use of inline closures is to circumvent an issue where the compiler
+        // allocates stack space for every case branch when no optimizations are
+        // enabled. https://github.com/apple/swift-protobuf/issues/1034
+        switch fieldNumber {
+        case 1: try { try decoder.decodeSingularStringField(value: &_storage._name) }()
+        case 2: try { try decoder.decodeSingularStringField(value: &_storage._queue) }()
+        case 3: try { try decoder.decodeSingularMessageField(value: &_storage._work) }()
+        case 4: try { try decoder.decodeRepeatedMessageField(value: &_storage._dependencies) }()
+        case 5: try { try decoder.decodeSingularSInt32Field(value: &_storage._priority) }()
+        case 6: try { try decoder.decodeSingularEnumField(value: &_storage._qos) }()
+        case 7: try { try decoder.decodeSingularEnumField(value: &_storage._requires) }()
+        case 8: try { try decoder.decodeSingularUInt32Field(value: &_storage._retries) }()
+        case 9: try { try decoder.decodeSingularDoubleField(value: &_storage._timeoutSeconds) }()
+        case 10: try { try decoder.decodeMapField(fieldType: SwiftProtobuf._ProtobufMap<SwiftProtobuf.ProtobufString,SwiftProtobuf.ProtobufString>.self, value: &_storage._labels) }()
+        case 11: try { try decoder.decodeSingularBoolField(value: &_storage._barrier) }()
+        case 180: try { try decoder.decodeRepeatedUInt64Field(value: &_storage._dependants) }()
+        case 360: try { try decoder.decodeSingularUInt32Field(value: &_storage._cpus) }()
+        case 361: try { try decoder.decodeSingularUInt64Field(value: &_storage._memoryBytes) }()
+        default: break
+        }
       }
     }
   }
 
   public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
-    // The use of inline closures is to circumvent an issue where the compiler
-    // allocates stack space for every if/case branch local when no optimizations
-    // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
-    // https://github.com/apple/swift-protobuf/issues/1182
-    if !self.name.isEmpty {
-      try visitor.visitSingularStringField(value: self.name, fieldNumber: 1)
-    }
-    if !self.queue.isEmpty {
-      try visitor.visitSingularStringField(value: self.queue, fieldNumber: 2)
-    }
-    try { if let v = self._work {
-      try visitor.visitSingularMessageField(value: v, fieldNumber: 3)
-    } }()
-    if !self.dependencies.isEmpty {
-      try visitor.visitRepeatedMessageField(value: self.dependencies, fieldNumber: 4)
-    }
-    if self.priority != 0 {
-      try visitor.visitSingularSInt32Field(value: self.priority, fieldNumber: 5)
-    }
-    if self.qos != .default {
-      try visitor.visitSingularEnumField(value: self.qos, fieldNumber: 6)
-    }
-    if self.requires != .any {
-      try visitor.visitSingularEnumField(value: self.requires, fieldNumber: 7)
-    }
-    if self.retries != 0 {
-      try visitor.visitSingularUInt32Field(value: self.retries, fieldNumber: 8)
-    }
-    try { if let v = self._timeoutSeconds {
-      try visitor.visitSingularDoubleField(value: v, fieldNumber: 9)
-    } }()
-    if !self.labels.isEmpty {
-      try visitor.visitMapField(fieldType: SwiftProtobuf._ProtobufMap<SwiftProtobuf.ProtobufString,SwiftProtobuf.ProtobufString>.self, value: self.labels, fieldNumber: 10)
-    }
-    if self.barrier != false {
-      try visitor.visitSingularBoolField(value: self.barrier, fieldNumber: 11)
-    }
-    if !self.dependants.isEmpty {
-      try visitor.visitPackedUInt64Field(value: self.dependants, fieldNumber: 180)
+    try withExtendedLifetime(_storage) { (_storage: _StorageClass) in
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every if/case branch local when no optimizations
+      // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+      // https://github.com/apple/swift-protobuf/issues/1182
+      if !_storage._name.isEmpty {
+        try visitor.visitSingularStringField(value: _storage._name, fieldNumber: 1)
+      }
+      if !_storage._queue.isEmpty {
+        try visitor.visitSingularStringField(value: _storage._queue, fieldNumber: 2)
+      }
+      try { if let v = _storage._work {
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 3)
+      } }()
+      if !_storage._dependencies.isEmpty {
+        try visitor.visitRepeatedMessageField(value: _storage._dependencies, fieldNumber: 4)
+      }
+      if _storage._priority != 0 {
+        try visitor.visitSingularSInt32Field(value: _storage._priority, fieldNumber: 5)
+      }
+      if _storage._qos != .default {
+        try visitor.visitSingularEnumField(value: _storage._qos, fieldNumber: 6)
+      }
+      if _storage._requires != .any {
+        try visitor.visitSingularEnumField(value: _storage._requires, fieldNumber: 7)
+      }
+      if _storage._retries != 0 {
+        try visitor.visitSingularUInt32Field(value: _storage._retries, fieldNumber: 8)
+      }
+      try { if let v = _storage._timeoutSeconds {
+        try visitor.visitSingularDoubleField(value: v, fieldNumber: 9)
+      } }()
+      if !_storage._labels.isEmpty {
+        try visitor.visitMapField(fieldType: SwiftProtobuf._ProtobufMap<SwiftProtobuf.ProtobufString,SwiftProtobuf.ProtobufString>.self, value: _storage._labels, fieldNumber: 10)
+      }
+      if _storage._barrier != false {
+        try visitor.visitSingularBoolField(value: _storage._barrier, fieldNumber: 11)
+      }
+      if !_storage._dependants.isEmpty {
+        try visitor.visitPackedUInt64Field(value: _storage._dependants, fieldNumber: 180)
+      }
+      if _storage._cpus != 0 {
+        try visitor.visitSingularUInt32Field(value: _storage._cpus, fieldNumber: 360)
+      }
+      if _storage._memoryBytes != 0 {
+        try visitor.visitSingularUInt64Field(value: _storage._memoryBytes, fieldNumber: 361)
+      }
     }
     try unknownFields.traverse(visitor: &visitor)
   }
 
   public static func ==(lhs: Opq_V1_OperationSpec, rhs: Opq_V1_OperationSpec) -> Bool {
-    if lhs.name != rhs.name {return false}
-    if lhs.queue != rhs.queue {return false}
-    if lhs._work != rhs._work {return false}
-    if lhs.dependencies != rhs.dependencies {return false}
-    if lhs.priority != rhs.priority {return false}
-    if lhs.qos != rhs.qos {return false}
-    if lhs.requires != rhs.requires {return false}
-    if lhs.retries != rhs.retries {return false}
-    if lhs._timeoutSeconds != rhs._timeoutSeconds {return false}
-    if lhs.labels != rhs.labels {return false}
-    if lhs.barrier != rhs.barrier {return false}
-    if lhs.dependants != rhs.dependants {return false}
+    if lhs._storage !== rhs._storage {
+      let storagesAreEqual: Bool = withExtendedLifetime((lhs._storage, rhs._storage)) { (_args: (_StorageClass, _StorageClass)) in
+        let _storage = _args.0
+        let rhs_storage = _args.1
+        if _storage._name != rhs_storage._name {return false}
+        if _storage._queue != rhs_storage._queue {return false}
+        if _storage._work != rhs_storage._work {return false}
+        if _storage._dependencies != rhs_storage._dependencies {return false}
+        if _storage._priority != rhs_storage._priority {return false}
+        if _storage._qos != rhs_storage._qos {return false}
+        if _storage._requires != rhs_storage._requires {return false}
+        if _storage._retries != rhs_storage._retries {return false}
+        if _storage._timeoutSeconds != rhs_storage._timeoutSeconds {return false}
+        if _storage._labels != rhs_storage._labels {return false}
+        if _storage._barrier != rhs_storage._barrier {return false}
+        if _storage._dependants != rhs_storage._dependants {return false}
+        if _storage._cpus != rhs_storage._cpus {return false}
+        if _storage._memoryBytes != rhs_storage._memoryBytes {return false}
+        return true
+      }
+      if !storagesAreEqual {return false}
+    }
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -6821,7 +6995,7 @@ nonisolated extension Opq_V1_JobList: SwiftProtobuf.Message, SwiftProtobuf._Mess
 
 nonisolated extension Opq_V1_OperationInfo: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".OperationInfo"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}id\0\u{1}name\0\u{1}job\0\u{1}queue\0\u{1}work\0\u{1}state\0\u{1}outcome\0\u{1}reason\0\u{1}cancelled\0\u{1}barrier\0\u{1}priority\0\u{1}qos\0\u{1}requires\0\u{1}attempt\0\u{1}worker\0\u{1}dependencies\0\u{1}labels\0\u{3}timeout_seconds\0\u{3}retries_left\0\u{3}exit_code\0\u{1}signal\0\u{3}duration_seconds\0\u{1}progress\0\u{1}stdout\0\u{1}stderr\0\u{1}blockers\0\u{3}finished_by\0\u{3}started_at\0\u{3}ended_at\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}id\0\u{1}name\0\u{1}job\0\u{1}queue\0\u{1}work\0\u{1}state\0\u{1}outcome\0\u{1}reason\0\u{1}cancelled\0\u{1}barrier\0\u{1}priority\0\u{1}qos\0\u{1}requires\0\u{1}attempt\0\u{1}worker\0\u{1}dependencies\0\u{1}labels\0\u{3}timeout_seconds\0\u{3}retries_left\0\u{3}exit_code\0\u{1}signal\0\u{3}duration_seconds\0\u{1}progress\0\u{1}stdout\0\u{1}stderr\0\u{1}blockers\0\u{3}finished_by\0\u{3}started_at\0\u{3}ended_at\0\u{2}Q\u{5}cpus\0\u{3}memory_bytes\0")
 
   fileprivate class _StorageClass {
     var _id: UInt64 = 0
@@ -6853,6 +7027,8 @@ nonisolated extension Opq_V1_OperationInfo: SwiftProtobuf.Message, SwiftProtobuf
     var _finishedBy: String = String()
     var _startedAt: Double? = nil
     var _endedAt: Double? = nil
+    var _cpus: UInt32 = 0
+    var _memoryBytes: UInt64 = 0
 
       // This property is used as the initial default value for new instances of the type.
       // The type itself is protecting the reference to its storage via CoW semantics.
@@ -6892,6 +7068,8 @@ nonisolated extension Opq_V1_OperationInfo: SwiftProtobuf.Message, SwiftProtobuf
       _finishedBy = source._finishedBy
       _startedAt = source._startedAt
       _endedAt = source._endedAt
+      _cpus = source._cpus
+      _memoryBytes = source._memoryBytes
     }
   }
 
@@ -6939,6 +7117,8 @@ nonisolated extension Opq_V1_OperationInfo: SwiftProtobuf.Message, SwiftProtobuf
         case 27: try { try decoder.decodeSingularStringField(value: &_storage._finishedBy) }()
         case 28: try { try decoder.decodeSingularDoubleField(value: &_storage._startedAt) }()
         case 29: try { try decoder.decodeSingularDoubleField(value: &_storage._endedAt) }()
+        case 366: try { try decoder.decodeSingularUInt32Field(value: &_storage._cpus) }()
+        case 367: try { try decoder.decodeSingularUInt64Field(value: &_storage._memoryBytes) }()
         default: break
         }
       }
@@ -7038,6 +7218,12 @@ nonisolated extension Opq_V1_OperationInfo: SwiftProtobuf.Message, SwiftProtobuf
       try { if let v = _storage._endedAt {
         try visitor.visitSingularDoubleField(value: v, fieldNumber: 29)
       } }()
+      if _storage._cpus != 0 {
+        try visitor.visitSingularUInt32Field(value: _storage._cpus, fieldNumber: 366)
+      }
+      if _storage._memoryBytes != 0 {
+        try visitor.visitSingularUInt64Field(value: _storage._memoryBytes, fieldNumber: 367)
+      }
     }
     try unknownFields.traverse(visitor: &visitor)
   }
@@ -7076,6 +7262,8 @@ nonisolated extension Opq_V1_OperationInfo: SwiftProtobuf.Message, SwiftProtobuf
         if _storage._finishedBy != rhs_storage._finishedBy {return false}
         if _storage._startedAt != rhs_storage._startedAt {return false}
         if _storage._endedAt != rhs_storage._endedAt {return false}
+        if _storage._cpus != rhs_storage._cpus {return false}
+        if _storage._memoryBytes != rhs_storage._memoryBytes {return false}
         return true
       }
       if !storagesAreEqual {return false}
@@ -7177,7 +7365,7 @@ nonisolated extension Opq_V1_OperationList: SwiftProtobuf.Message, SwiftProtobuf
 
 nonisolated extension Opq_V1_WorkerInfo: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".WorkerInfo"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}name\0\u{1}slots\0\u{1}operations\0\u{3}queue_filter\0\u{1}labels\0\u{3}last_seen\0\u{1}handlers\0\u{1}host\0\u{1}pid\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}name\0\u{1}slots\0\u{1}operations\0\u{3}queue_filter\0\u{1}labels\0\u{3}last_seen\0\u{1}handlers\0\u{1}host\0\u{1}pid\0\u{2}c\u{5}cpus\0\u{3}memory_bytes\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -7194,6 +7382,8 @@ nonisolated extension Opq_V1_WorkerInfo: SwiftProtobuf.Message, SwiftProtobuf._M
       case 7: try { try decoder.decodeRepeatedStringField(value: &self.handlers) }()
       case 8: try { try decoder.decodeSingularStringField(value: &self.host) }()
       case 9: try { try decoder.decodeSingularUInt32Field(value: &self.pid) }()
+      case 364: try { try decoder.decodeSingularUInt32Field(value: &self.cpus) }()
+      case 365: try { try decoder.decodeSingularUInt64Field(value: &self._memoryBytes) }()
       default: break
       }
     }
@@ -7231,6 +7421,12 @@ nonisolated extension Opq_V1_WorkerInfo: SwiftProtobuf.Message, SwiftProtobuf._M
     if self.pid != 0 {
       try visitor.visitSingularUInt32Field(value: self.pid, fieldNumber: 9)
     }
+    if self.cpus != 0 {
+      try visitor.visitSingularUInt32Field(value: self.cpus, fieldNumber: 364)
+    }
+    try { if let v = self._memoryBytes {
+      try visitor.visitSingularUInt64Field(value: v, fieldNumber: 365)
+    } }()
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -7244,6 +7440,8 @@ nonisolated extension Opq_V1_WorkerInfo: SwiftProtobuf.Message, SwiftProtobuf._M
     if lhs.handlers != rhs.handlers {return false}
     if lhs.host != rhs.host {return false}
     if lhs.pid != rhs.pid {return false}
+    if lhs.cpus != rhs.cpus {return false}
+    if lhs._memoryBytes != rhs._memoryBytes {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
