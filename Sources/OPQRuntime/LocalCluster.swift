@@ -8,8 +8,8 @@ import Foundation
 /// (``Endpoints``). Processes are started by ``startCoordinator(_:state:)`` and
 /// ``startWorker(_:slots:arguments:)``; ``stop(grace:)`` ends them in order (workers first, so they can
 /// report and say goodbye), ``kill()`` at once. Either removes the directory when the cluster made it.
-open class LocalCluster: @unchecked Sendable {
-    // @unchecked: a cluster is driven by one thread at a time (its owner); `open` for tests' clusters.
+public final class LocalCluster: @unchecked Sendable {
+    // @unchecked: a cluster is driven by one thread at a time (its owner).
 
     /// How the processes talk.
     public enum Endpoints: Sendable {
@@ -82,7 +82,7 @@ open class LocalCluster: @unchecked Sendable {
     /// Starts `opq-coordinator` on the cluster's endpoints with its journal in `state` (default
     /// ``stateDirectory``), `arguments` added; its output goes to `coordinator.log`.
     @discardableResult
-    open func startCoordinator(_ arguments: [String] = [], state: String? = nil) throws -> ChildProcess {
+    public func startCoordinator(_ arguments: [String] = [], state: String? = nil) throws -> ChildProcess {
         let process = try start(
             "opq-coordinator",
             ["--workers-endpoint", workersEndpoint, "--clients-endpoint", clientsEndpoint, "--state", state ?? stateDirectory,
@@ -94,7 +94,7 @@ open class LocalCluster: @unchecked Sendable {
 
     /// Starts an `opq-worker` named `name` with `slots` slots, `arguments` added; its output goes to `NAME.log`.
     @discardableResult
-    open func startWorker(_ name: String, slots: Int = 1, arguments: [String] = []) throws -> ChildProcess {
+    public func startWorker(_ name: String, slots: Int = 1, arguments: [String] = []) throws -> ChildProcess {
         let process = try start(
             "opq-worker",
             ["--coordinator", workersEndpoint, "--name", name, "--slots", String(slots), "--log-level", logLevel] + arguments,
@@ -143,7 +143,7 @@ open class LocalCluster: @unchecked Sendable {
 
     /// Stops the workers (SIGTERM, then SIGKILL for those still running after `grace` seconds), then the
     /// coordinator likewise, and removes the directory the cluster made. Safe to call twice.
-    open func stop(grace: Double = 3) {
+    public func stop(grace: Double = 3) {
         guard !stopped else { return }
         stopped = true
         for worker in workers { worker.signal(SIGTERM) }
@@ -156,7 +156,7 @@ open class LocalCluster: @unchecked Sendable {
 
     /// Kills every process at once (SIGKILL to each process group) and removes the directory the cluster
     /// made. Safe to call twice, and after ``stop(grace:)``.
-    open func kill() {
+    public func kill() {
         stopped = true
         for worker in workers { worker.kill() }
         coordinator?.kill()
