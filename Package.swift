@@ -60,10 +60,12 @@ let package = Package(
         .target(name: "COPQBuildInfo"),
         .target(name: "OPQVersion", dependencies: ["COPQBuildInfo", "OPQWire"]),
         .target(name: "OPQSpawn", dependencies: ["COPQSpawn"]),
+        // Child processes, local clusters, the built binaries, the clock and signals (one way each).
+        .target(name: "OPQRuntime", dependencies: ["OPQSpawn"]),
         .target(
             name: "OPQWorker",
             dependencies: [
-                "OPQCore", "OPQWire", "ZeroMQ", "OPQSpawn",
+                "OPQCore", "OPQWire", "ZeroMQ", "OPQSpawn", "OPQRuntime",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -78,7 +80,7 @@ let package = Package(
         .target(
             name: "OPQCoordinator",
             dependencies: [
-                "OPQCore", "OPQWire", "ZeroMQ", "OPQJournal",
+                "OPQCore", "OPQWire", "ZeroMQ", "OPQJournal", "OPQRuntime",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "DequeModule", package: "swift-collections"),
             ]
@@ -101,14 +103,14 @@ let package = Package(
         .executableTarget(
             name: "opq",
             dependencies: [
-                "OPQJobFile", "OPQClient", "OPQCore", "OPQWire", "OPQSpawn", "OPQVersion",
+                "OPQJobFile", "OPQClient", "OPQCore", "OPQWire", "OPQSpawn", "OPQVersion", "OPQRuntime",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
         .executableTarget(
             name: "opq-coordinator",
             dependencies: [
-                "OPQCoordinator", "OPQCore", "OPQDashboard", "OPQJournal", "OPQLogging", "OPQVersion",
+                "OPQCoordinator", "OPQCore", "OPQDashboard", "OPQJournal", "OPQLogging", "OPQVersion", "OPQRuntime",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -116,7 +118,7 @@ let package = Package(
         .executableTarget(
             name: "opq-worker",
             dependencies: [
-                "OPQWorker", "OPQCore", "OPQLogging", "OPQVersion", "ZeroMQ",
+                "OPQWorker", "OPQCore", "OPQLogging", "OPQVersion", "ZeroMQ", "OPQRuntime",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -124,7 +126,7 @@ let package = Package(
         .executableTarget(
             name: "opq-bench",
             dependencies: [
-                "OPQClient", "OPQWire", "OPQCore", "OPQSpawn",
+                "OPQClient", "OPQWire", "OPQCore", "OPQSpawn", "OPQRuntime",
                 .product(name: "Histogram", package: "hdrhistogram-swift"),
             ]
         ),
@@ -141,7 +143,8 @@ let package = Package(
         .testTarget(name: "OPQWireTests", dependencies: ["OPQWire"]),
         .testTarget(name: "OPQWorkerTests", dependencies: ["OPQWorker"]),
         .testTarget(name: "OPQJobFileTests", dependencies: ["OPQJobFile", "OPQCore"]),
-        .testTarget(name: "OPQCLITests", dependencies: ["OPQCore", "OPQSpawn"]),
+        .testTarget(name: "OPQCLITests", dependencies: ["OPQCore", "OPQSpawn", "OPQRuntime"]),
+        .testTarget(name: "OPQRuntimeTests", dependencies: ["OPQRuntime"]),
         .testTarget(
             name: "OPQJournalTests",
             dependencies: ["OPQJournal", "OPQCore", "OPQWire", .product(name: "GRDB", package: "GRDB.swift")]),
@@ -152,7 +155,7 @@ let package = Package(
         ),
         .testTarget(
             name: "OPQEndToEndTests",
-            dependencies: ["OPQClient", "OPQCore", "OPQWire", "OPQWorker", "OPQSpawn", "ZeroMQ"]
+            dependencies: ["OPQClient", "OPQCore", "OPQWire", "OPQWorker", "OPQSpawn", "OPQRuntime", "ZeroMQ"]
         ),
     ]
 )

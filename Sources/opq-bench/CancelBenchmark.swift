@@ -82,7 +82,7 @@ enum CancelBenchmark {
             return 2
         }
         defer {
-            Reaper.killAll()
+            ChildProcess.killAll()
             if !options.keepLogs { try? FileManager.default.removeItem(at: scratch) }
         }
         do {

@@ -23,7 +23,7 @@ enum ClusterCommand {
             return 2
         }
         defer {
-            Reaper.killAll()
+            ChildProcess.killAll()
             if options.keepLogs {
                 progress("logs kept in \(scratch.path)")
             } else {

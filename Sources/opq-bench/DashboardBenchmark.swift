@@ -61,7 +61,7 @@ extension ClusterBenchmark {
                 try cluster.startWorkers(options.workers, slots: slots, client: client)
                 _ = try runJob(warmUp, count: warmUp.operations.count, client: client, cluster: cluster)
                 var readers: [ChildProcess] = []
-                defer { for reader in readers { reader.stop() } }
+                defer { for reader in readers { reader.kill() } }
                 let streamPath = cluster.directory.appendingPathComponent("events.txt").path
                 var before: TelemetryTotals?
                 if http {
@@ -121,14 +121,9 @@ struct TelemetryTotals {
 
     /// Reads them from the coordinator serving `url`; nil when it does not answer.
     init?(_ url: String) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
-        process.arguments = ["-sf", "--max-time", "10", "\(url)/api/totals"]
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        guard (try? process.run()) != nil else { return nil }
-        let data = pipe.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
+        guard let curl = try? ChildProcess("/usr/bin/curl", ["-sf", "--max-time", "10", "\(url)/api/totals"], stdout: .capture),
+              curl.finish(within: 30) != nil else { return nil }
+        let data = Data(curl.outputBytes)
         guard let totals = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
               let seconds = totals["telemetrySeconds"] as? Double,
               let snapshots = (totals["snapshotBuild"] as? [String: Any])?["count"] as? Int else { return nil }

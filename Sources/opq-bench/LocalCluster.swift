@@ -1,38 +1,33 @@
 import Foundation
 import OPQClient
 import OPQWire
+import OPQRuntime
 import ZeroMQ
 
-/// The two executables the cluster benchmark starts.
+/// The two executables the cluster benchmark starts, found by the runtime's ``BinaryDirectory``.
 struct Binaries {
-    let directory: String
-    var coordinator: String { directory + "/opq-coordinator" }
-    var worker: String { directory + "/opq-worker" }
+    let found: BinaryDirectory
+    var directory: String { found.path }
 
-    /// `--bin-dir`, else the directory of this executable; fails with what to build when one is missing.
+    /// `--bin-dir`, else the directory of this executable (then `$OPQ_BIN_DIR`, PATH); fails with what to
+    /// build when one is missing.
     static func locate(_ explicit: String?) throws -> Binaries {
-        let directory: String
-        if let explicit {
-            directory = URL(fileURLWithPath: explicit).standardizedFileURL.path
-        } else {
-            let me = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
-            directory = URL(fileURLWithPath: me).resolvingSymlinksInPath().deletingLastPathComponent().path
-        }
-        let binaries = Binaries(directory: directory)
-        for path in [binaries.coordinator, binaries.worker] where !FileManager.default.isExecutableFile(atPath: path) {
+        do {
+            return Binaries(found: try BinaryDirectory.locate(explicit: explicit))
+        } catch {
             throw ClusterBenchError("""
-                \(path) is missing or not executable. Build the executables beside opq-bench \
-                (swift build -c release: every product; one --product flag builds only that one), \
-                or pass --bin-dir DIR where they are.
+                \(error). Build the executables beside opq-bench (swift build -c release: every product; one \
+                --product flag builds only that one), or pass --bin-dir DIR where they are.
                 """)
         }
-        return binaries
     }
 }
 
 /// A private coordinator and its workers over `ipc://` endpoints in a directory of their own (or
-/// loopback TCP, optionally with CURVE: ``Transport``).
-/// Every process is killed (SIGKILL) by ``stop()``, which `deinit` also calls.
+/// loopback TCP, optionally with CURVE: ``Transport``): the runtime's launcher
+/// (``OPQRuntime/LocalCluster``) with the benchmark's settings, keys and client.
+/// Every process is killed (SIGKILL) by ``stop()``, which `deinit` also calls; the directory stays
+/// (the benchmark removes its scratch directory unless asked to keep the logs).
 final class LocalCluster {
     /// How the processes talk.
     enum Transport: String, Codable, CustomStringConvertible {
@@ -45,36 +40,31 @@ final class LocalCluster {
     }
 
     let directory: URL
-    private(set) var workersEndpoint: String
-    private(set) var clientsEndpoint: String
     let transport: Transport
+    /// The processes.
+    private let cluster: OPQRuntime.LocalCluster
     /// With ``Transport/tcpCurve``: the coordinator's and the client's key pair (files in `keys/`; each
     /// worker gets its own pair when it starts: a key registers one name).
     private var keys: (coordinator: CurveKeyPair, client: CurveKeyPair)?
-    private let binaries: Binaries
-    private(set) var coordinator: ChildProcess?
-    /// Workers in start order, named `w1`, `w2`, …
-    private(set) var workers: [ChildProcess] = []
     /// `http://127.0.0.1:PORT` when the coordinator was started with `http`.
     private(set) var httpURL: String?
+
+    var workersEndpoint: String { cluster.workersEndpoint }
+    var clientsEndpoint: String { cluster.clientsEndpoint }
+    var coordinator: ChildProcess? { cluster.coordinator }
+    /// Workers in start order, named `w1`, `w2`, …
+    var workers: [ChildProcess] { cluster.workers }
 
     /// Seconds allowed for a process to come up.
     static let startupDeadline = 15.0
 
     /// Makes `parent/name` for the sockets and logs.
     init(binaries: Binaries, parent: URL, name: String, transport: Transport = .ipc) throws {
-        self.binaries = binaries
         self.transport = transport
         directory = parent.appendingPathComponent(name)
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        if transport == .ipc {
-            workersEndpoint = "ipc://\(directory.path)/workers.sock"
-            clientsEndpoint = "ipc://\(directory.path)/clients.sock"
-        } else {
-            // Free ports, read back from the coordinator's start line.
-            workersEndpoint = "tcp://127.0.0.1:*"
-            clientsEndpoint = "tcp://127.0.0.1:*"
-        }
+        // Started from the benchmark's main thread: SIGKILL reaches every process if the benchmark dies.
+        cluster = try OPQRuntime.LocalCluster(binaries: binaries.found, directory: directory.path,
+                                              endpoints: transport == .ipc ? .ipc : .loopbackTCP, deathSignal: SIGKILL)
         if transport == .tcpCurve {
             let keyDirectory = directory.appendingPathComponent("keys").path
             for sub in ["", "/workers", "/clients"] {
@@ -109,28 +99,15 @@ final class LocalCluster {
     /// directory at sync level `fsync`), with `extraArguments` added, and waits for its start line. With
     /// `http`, it also serves metrics and the dashboard on a free loopback port (``httpURL``).
     func startCoordinator(fsync: String = "normal", http: Bool = false, extraArguments: [String] = []) throws {
-        let process = try ChildProcess(
-            binaries.coordinator,
-            ["--workers-endpoint", workersEndpoint, "--clients-endpoint", clientsEndpoint,
-             "--state", directory.appendingPathComponent("state-\(fsync)").path, "--fsync", fsync, "--log-level", "warning"]
-                + (http ? ["--http", "127.0.0.1:0"] : []) + coordinatorCurveArguments + extraArguments,
-            name: "coordinator", directory: directory)
-        coordinator = process
-        let deadline = Clock.nanoseconds() + UInt64(LocalCluster.startupDeadline * 1e9)
-        while !process.output.contains("opq-coordinator workers=") {
-            guard process.isRunning else { throw ClusterBenchError("opq-coordinator exited at start\n\(process.tail())") }
-            guard Clock.nanoseconds() < deadline else {
-                throw ClusterBenchError("opq-coordinator did not print its start line within \(LocalCluster.startupDeadline) s\n\(process.tail())")
-            }
-            usleep(2_000)
+        try cluster.startCoordinator(["--fsync", fsync] + (http ? ["--http", "127.0.0.1:0"] : []) + coordinatorCurveArguments + extraArguments,
+                                     state: directory.appendingPathComponent("state-\(fsync)").path)
+        let line: String
+        do {
+            line = try cluster.coordinatorStartLine(within: LocalCluster.startupDeadline)
+        } catch {
+            throw ClusterBenchError(error.description)
         }
-        httpURL = process.output.split(whereSeparator: \.isWhitespace).first { $0.hasPrefix("http=") }.map { String($0.dropFirst(5)) }
-        if transport != .ipc, let line = process.output.split(separator: "\n").first(where: { $0.hasPrefix("opq-coordinator workers=") }) {
-            for field in line.split(separator: " ") {
-                if field.hasPrefix("workers=") { workersEndpoint = String(field.dropFirst("workers=".count)) }
-                if field.hasPrefix("clients=") { clientsEndpoint = String(field.dropFirst("clients=".count)) }
-            }
-        }
+        httpURL = line.split(separator: " ").first { $0.hasPrefix("http=") }.map { String($0.dropFirst(5)) }
     }
 
     /// Starts `count` workers with `slots` slots each and waits until the coordinator lists them all.
@@ -139,17 +116,13 @@ final class LocalCluster {
         // CURVE: each worker's key is authorized before it starts (SIGHUP rereads the directory).
         let curveArguments = try names.map { try workerCurveArguments($0) }
         if transport == .tcpCurve, let coordinator {
-            kill(coordinator.pid, SIGHUP)
+            coordinator.signal(SIGHUP)
             // Usually reloaded by the time this round trip returns; a worker that comes earlier is refused
             // once and retries a second later (only startup is slower).
             _ = try client.request { $0.listWorkers = Opq_V1_ListWorkers() }
         }
         for (name, arguments) in zip(names, curveArguments) {
-            workers.append(try ChildProcess(
-                binaries.worker,
-                ["--coordinator", workersEndpoint, "--name", name, "--slots", String(slots), "--log-level", "warning"]
-                    + arguments,
-                name: name, directory: directory))
+            try cluster.startWorker(name, slots: slots, arguments: arguments)
         }
         let deadline = Clock.nanoseconds() + UInt64(LocalCluster.startupDeadline * 1e9)
         while true {
@@ -174,7 +147,7 @@ final class LocalCluster {
     }
 
     /// The worker named `name`.
-    func worker(_ name: String) -> ChildProcess? { workers.first { $0.name == name } }
+    func worker(_ name: String) -> ChildProcess? { cluster.worker(name) }
 
     /// CPU seconds all workers have used so far; nil when one cannot be read.
     var workersCPUSeconds: Double? {
@@ -187,13 +160,10 @@ final class LocalCluster {
     }
 
     /// The tail of every process's log, for error messages.
-    var logs: String { ([coordinator].compactMap { $0 } + workers).map { $0.tail() }.joined(separator: "\n") }
+    var logs: String { cluster.processes.map { $0.tail() }.joined(separator: "\n") }
 
     /// Kills every process (SIGKILL) and waits for them. Safe twice.
-    func stop() {
-        for worker in workers { worker.stop() }
-        coordinator?.stop()
-    }
+    func stop() { cluster.kill() }
 
     deinit { stop() }
 }

@@ -1,5 +1,5 @@
 import Foundation
-import OPQSpawn
+import OPQRuntime
 
 /// `opq-bench map`: `opq map --local 2 -- true` over N lines of input, beside `xargs -P 2 -n 1 true` and
 /// GNU `parallel -j 2 true`, each run as a user would from a shell (standard input from a file, output
@@ -229,16 +229,14 @@ enum TimedCommand {
         guard errorLog >= 0 else { throw ClusterBenchError("cannot open \(errors): \(String(cString: strerror(errno)))") }
         let arguments = [executable] + argv.dropFirst()
         let started = Clock.nanoseconds()
-        let pid: pid_t
-        switch ChildSpawn.spawn(executable, arguments: Array(argv.dropFirst()), environment: ChildSpawn.environment(adding: environment),
-                                stdinPath: input, stdout: output, stderr: errorLog) {
-        case .success(let child): pid = child
-        case .failure(let failure): throw ClusterBenchError("cannot start \(executable): \(failure)")
+        let child: ChildProcess
+        do {
+            child = try ChildProcess(executable, Array(argv.dropFirst()), environment: environment, stdin: input,
+                                     stdout: .descriptor(output), stderr: .descriptor(errorLog), deathSignal: SIGKILL)
+        } catch {
+            throw ClusterBenchError("\(error)")
         }
-        Reaper.add(pid)
-        defer { Reaper.remove(pid) }
-        var status: Int32 = 0
-        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+        let status = child.waitForExit()
         let seconds = Clock.seconds(Clock.nanoseconds() - started)
         guard status == 0 else {
             let tail = ((try? String(contentsOfFile: errors, encoding: .utf8)) ?? "").split(separator: "\n").suffix(10).joined(separator: "\n")

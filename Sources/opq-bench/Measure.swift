@@ -3,15 +3,12 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import OPQRuntime
 
 /// The monotonic wall clock the benchmark times with.
 enum Clock {
-    /// Nanoseconds on `CLOCK_MONOTONIC`.
-    static func nanoseconds() -> UInt64 {
-        var time = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &time)
-        return UInt64(time.tv_sec) * 1_000_000_000 + UInt64(time.tv_nsec)
-    }
+    /// Nanoseconds on `CLOCK_MONOTONIC` (the runtime's clock, at full resolution).
+    static func nanoseconds() -> UInt64 { MonotonicClock.nanoseconds() }
 
     /// A nanosecond interval in seconds.
     static func seconds(_ nanoseconds: UInt64) -> Double { Double(nanoseconds) / 1e9 }

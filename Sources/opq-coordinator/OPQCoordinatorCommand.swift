@@ -7,6 +7,7 @@ import OPQCore
 import OPQDashboard
 import OPQJournal
 import OPQLogging
+import OPQRuntime
 import OPQVersion
 import ZeroMQ
 
@@ -212,10 +213,7 @@ struct OPQCoordinatorCommand: ParsableCommand {
         }
         // SIGHUP rereads the authorized keys; handled before the start line, so a signal sent on seeing
         // it never meets the default action (termination).
-        signal(SIGHUP, SIG_IGN)
-        let reload = DispatchSource.makeSignalSource(signal: SIGHUP, queue: .global())
-        reload.setEventHandler { coordinator.reload() }
-        reload.resume()
+        let reload = SignalTrap.handle([SIGHUP]) { _ in coordinator.reload() }
         var dashboard: DashboardServer.Running?
         if let http {
             let publisher = SnapshotPublisher()
@@ -233,13 +231,7 @@ struct OPQCoordinatorCommand: ParsableCommand {
         let httpField = dashboard.map { " http=\($0.url)" } ?? ""
         FileHandle.standardOutput.write(Data("opq-coordinator workers=\(coordinator.workersEndpoint) clients=\(coordinator.clientsEndpoint)\(httpField)\n".utf8))
         FileHandle.standardOutput.synchronizeFile()
-        let signals = [SIGINT, SIGTERM].map { number in
-            signal(number, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
-            source.setEventHandler { coordinator.stop() }
-            source.resume()
-            return source
-        }
+        let signals = SignalTrap.handle([SIGINT, SIGTERM]) { _ in coordinator.stop() }
         try coordinator.run()
         dashboard?.task.cancel()
         withExtendedLifetime((signals, reload)) {}

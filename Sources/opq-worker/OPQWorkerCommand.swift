@@ -4,6 +4,7 @@ import Foundation
 import Logging
 import OPQCore
 import OPQLogging
+import OPQRuntime
 import OPQWorker
 import OPQVersion
 import ZeroMQ
@@ -134,14 +135,9 @@ struct OPQWorkerCommand: ParsableCommand {
             throw ExitCode(2)
         }
         let worker = try Worker(configuration: configuration, logger: Logger(label: "opq.worker"))
-        let signals = [(SIGINT, "SIGINT"), (SIGTERM, "SIGTERM")].map { number, name in
-            signal(number, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
-            source.setEventHandler { worker.stop(reason: name) }  // a second stop hands back at once
-            source.resume()
-            return source
-        }
-        defer { signals.forEach { $0.cancel() } }
+        // A second stop hands back at once.
+        let signals = SignalTrap.handle([SIGINT, SIGTERM]) { worker.stop(reason: SignalTrap.name(of: $0)) }
+        defer { signals.cancel() }
         do {
             try worker.run()
         } catch {

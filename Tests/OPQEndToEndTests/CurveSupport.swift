@@ -62,25 +62,6 @@ func freeLoopbackPort() throws -> Int {
     return Int(endpoint.split(separator: ":").last!)!
 }
 
-extension ChildProcess {
-    /// Waits up to `seconds` until the process's log contains `text` (woken by inotify on every write).
-    func waitForOutput(_ text: String, within seconds: Double) -> Bool {
-        let deadline = Date().addingTimeInterval(seconds)
-        let watch = inotify_init1(Int32(IN_CLOEXEC | IN_NONBLOCK))
-        guard watch >= 0 else { return output.contains(text) }
-        defer { close(watch) }
-        _ = inotify_add_watch(watch, logURL.path, UInt32(IN_MODIFY))
-        var buffer = [UInt8](repeating: 0, count: 4096)
-        while !output.contains(text) {
-            guard Date() < deadline else { return false }
-            var item = pollfd(fd: watch, events: Int16(POLLIN), revents: 0)
-            _ = poll(&item, 1, Int32(max(1, deadline.timeIntervalSinceNow * 1000)))
-            _ = read(watch, &buffer, buffer.count)
-        }
-        return true
-    }
-}
-
 /// Runs `body` on its own thread and waits up to `seconds` for its result; nil if it has not returned
 /// by then (the thread is left blocked: a call that never returns is what such a test looks for).
 func resultOnThread<T: Sendable>(within seconds: Double, _ body: @escaping @Sendable () -> T) -> T? {
