@@ -47,6 +47,7 @@ enum ClusterCommand {
         report.throughput = attempt("throughput") { try benchmark.throughput(progress: progress) } ?? []
         report.latency = attempt("latency") { try benchmark.latency(progress: progress) }
         report.chain = attempt("chain") { try benchmark.chain(progress: progress) }
+        if options.commandOperations > 0 { report.commands = attempt("commands") { try benchmark.commands(progress: progress) } }
         if options.dashboard { report.dashboard = attempt("dashboard") { try benchmark.dashboard(progress: progress) } }
         if options.failover { report.failover = attempt("failover") { try benchmark.failover(progress: progress) } }
         report.runSeconds = Clock.seconds(Clock.nanoseconds() - started)

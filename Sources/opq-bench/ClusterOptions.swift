@@ -29,6 +29,8 @@ struct ClusterOptions {
     var fsyncAlways = true
     /// Also measure throughput over loopback TCP without and with CURVE, side by side, at the largest slot count.
     var curve = false
+    /// `true` commands for the command run (the worker's per-command path); 0 = skip it (`--no-commands`).
+    var commandOperations = 2_000
 
     static let usage = """
     usage: opq-bench cluster [options]
@@ -50,6 +52,9 @@ struct ClusterOptions {
       --no-failover           skip the kill -9 requeue measurement
       --no-fsync-always       skip the throughput run with the coordinator's --fsync always
       --no-dashboard          skip the comparison with --http on (/metrics scraped every second, event stream open)
+      --commands N            `true` commands for the command run: rate, workers' CPU per command, a worker's
+                              threads idle and with 8 commands running (default 2000)
+      --no-commands           skip the command run
       --curve                 also measure throughput over loopback TCP, without and with CURVE (encryption and
                               key authentication), at the largest slot count
       --keep-logs             keep the temporary directory with the processes' logs
@@ -77,6 +82,8 @@ struct ClusterOptions {
             case "--no-fsync-always": options.fsyncAlways = false
             case "--no-dashboard": options.dashboard = false
             case "--curve": options.curve = true
+            case "--commands": options.commandOperations = reader.positive(for: argument)
+            case "--no-commands": options.commandOperations = 0
             case "--keep-logs": options.keepLogs = true
             case "--json": options.json = true
             default: reader.unknown(argument)
@@ -86,6 +93,7 @@ struct ClusterOptions {
             if !reader.explicit.contains("--ops") { options.throughputOperations = 2_000 }
             if !reader.explicit.contains("--latency-ops") { options.latencyOperations = 200 }
             if !reader.explicit.contains("--chain") { options.chainOperations = 1_000 }
+            if !reader.explicit.contains("--commands") { options.commandOperations = 200 }
         }
         if options.failover && options.workers < 2 { reader.fail("--workers: the kill -9 measurement needs at least 2 workers (or --no-failover)") }
         options.slotCounts = Array(Set(options.slotCounts)).sorted()

@@ -9,6 +9,7 @@ struct ClusterReport: Codable {
     var throughput: [ClusterThroughputRun] = []
     var latency: ClusterLatency?
     var chain: ClusterChain?
+    var commands: ClusterCommands?
     var failover: ClusterFailover?
     var dashboard: ClusterDashboard?
     /// Measurements that could not be completed, with why.
@@ -198,6 +199,20 @@ struct ClusterReport: Codable {
             out.append(table.render())
             out.append("  opq: one Submit of the whole chain → Wait reply. Foundation: addOperations → waitUntilAllOperationsAreFinished,")
             out.append("  operations and addDependency built before the clock, maxConcurrentOperationCount = \(workers * ClusterBenchmark.latencySlots).")
+        }
+        if let commands {
+            out.append("")
+            var table = TextTable([.init("commands (true)", right: false), .init("ops"), .init("time"), .init("ops/s"),
+                                   .init("workers CPU µs/op"), .init("coord CPU µs/op"), .init("worker threads idle / busy", right: false)])
+            table.append(["\(workers) workers × \(commands.slotsPerWorker) slots", Format.size(commands.operations), Format.seconds(commands.seconds),
+                          Format.rate(commands.operationsPerSecond),
+                          commands.workersCPUMicrosecondsPerOperation.map { Format.fixed($0, 1) } ?? "—",
+                          commands.coordinatorCPUMicrosecondsPerOperation.map { Format.fixed($0, 1) } ?? "—",
+                          "\(commands.workerThreadsIdle.map(String.init) ?? "—") / \(commands.workerThreadsBusy.map(String.init) ?? "—") "
+                              + "(\(commands.busySlots) running)"])
+            out.append(table.render())
+            out.append("  each a child process (spawn, output pipes, reap, report): the worker's per-command path; threads from /proc/PID/task")
+            out.append("  of the first worker, idle after the run and while its \(commands.busySlots) slots run `sleep 2`.")
         }
         if let dashboard {
             out.append("")
