@@ -105,8 +105,8 @@ struct OPQWorkerCommand: ParsableCommand {
         // The flags' own ranges (OPQCore.Limits, the same the coordinator and the wire use), named by flag,
         // before the configuration's own checks.
         let problems = [
-            Limits.countProblem(slotCount, name: "--slots", range: 1...Limits.maxSlots),
             cpus.flatMap { Limits.countProblem($0, name: "--cpus", range: 1...Limits.maxCpus) },
+            Limits.countProblem(slotCount, name: "--slots", range: 1...Limits.maxSlots),
             memory.flatMap { Limits.memoryProblem($0, name: "--memory") },
             Limits.durationProblem(killGrace, name: "--kill-grace"),
             Limits.durationProblem(heartbeat, name: "--heartbeat", positive: true),

@@ -87,6 +87,10 @@ struct MapCommand: ParsableCommand {
         if quiet && verbose { throw ValidationError("--quiet and --verbose contradict each other") }
         if noWait && (reruns.joblog != nil || reruns.halt != nil) { throw ValidationError("--joblog and --halt follow the run; they cannot be used with --no-wait") }
         if !(1...Limits.maxListEntries).contains(maxArgs) { throw ValidationError("-n must be from 1 to \(Limits.maxListEntries)") }
+        // --local N is the whole cluster: an operation needing more would wait forever (README "Resources").
+        if let local, operation.cpus > local {
+            throw ValidationError("--cpus \(operation.cpus) is more than the \(local) cpus --local \(local) starts; the operations could never run")
+        }
     }
 
     func run() throws {

@@ -56,6 +56,13 @@ struct RunCommand: ParsableCommand {
     func run() throws {
         let jobFile = try JobFileLoading.load(file, force: force)
         if !jobFile.afterJobs.isEmpty { throw fail(.usage, "\(file): after_jobs names jobs of a running coordinator; use opq submit (opq run starts a fresh one)") }
+        // opq run's workers are all there is: an operation larger than them would wait forever (README "Resources").
+        let capacity = Resources(cpus: slots ?? ProcessInfo.processInfo.activeProcessorCount,
+                                 memory: Int(clamping: ProcessInfo.processInfo.physicalMemory))
+        if let tooLarge = jobFile.firstTooLarge(for: capacity, workers: "opq run's workers",
+                                                advice: "raise --slots, or submit it to a cluster with larger workers") {
+            throw fail(.usage, tooLarge.description)
+        }
         SignalTrap.install()
         let started = Date()
         let record = RunResume(file: file, jobFile: jobFile)

@@ -18,7 +18,7 @@ struct WorkersCommand: ParsableCommand {
 
     @OptionGroup var global: GlobalOptions
 
-    @Flag(help: "Print a JSON array with stable field names (name, host, pid, slots, operations, queues, labels, handlers, lastSeen).")
+    @Flag(help: "Print a JSON array with stable field names (name, host, pid, slots, cpus, memory, operations, queues, labels, handlers, lastSeen).")
     var json = false
 
     func run() throws {
@@ -36,6 +36,8 @@ struct WorkersCommand: ParsableCommand {
                     "host": worker.host,
                     "pid": worker.pid,
                     "slots": worker.slots,
+                    "cpus": worker.cpus,
+                    "memory": worker.hasMemoryBytes ? worker.memoryBytes as Any : NSNull(),
                     "operations": worker.operations,
                     "queues": worker.hasQueueFilter ? worker.queueFilter.queues as Any : NSNull(),
                     "labels": worker.labels,
@@ -49,6 +51,7 @@ struct WorkersCommand: ParsableCommand {
         for worker in workers {
             var line = worker.name + (worker.host.isEmpty ? "" : " (\(worker.host), pid \(worker.pid))")
             line += ": \(worker.operations.count)/\(worker.slots) slots busy"
+            line += "; offers \(worker.cpus) cpus" + (worker.hasMemoryBytes ? ", \(ByteSize.format(Int(clamping: worker.memoryBytes))) of memory" : "")
             if !worker.operations.isEmpty { line += " — " + worker.operations.map { "op-\($0)" }.joined(separator: " ") }
             if worker.hasQueueFilter { line += "; queues " + worker.queueFilter.queues.joined(separator: ", ") }
             if !worker.labels.isEmpty { line += "; labels " + worker.labels.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: ",") }
