@@ -14,8 +14,11 @@ import ZeroMQ
 ///   a full client is refused **before** it is applied, with an `INTERNAL` error ("retry later"), so it
 ///   changes nothing; only admitted requests produce replies, hence the outbox holds at most the limit
 ///   plus what one request produces (one reply, or a watch's snapshot parts).
-/// - Refusals are kept too, up to ``refusalAllowance`` more messages; beyond that a refusal is dropped.
-///   That loses nothing: the request was not applied, so the client's retry after its own timeout is safe.
+/// - Refusals are kept too, up to ``refusalAllowance`` of them while the client's queue is not empty;
+///   beyond that a refusal is dropped. That loses nothing: the request was not applied, so the client's
+///   retry after its own timeout is safe. The allowance counts refusals, not the queue's length: a loop
+///   turn applies up to `messagesPerTurn` requests before their replies are kept, so the queue can pass
+///   the limit by more than the allowance and a client would otherwise never be told (issue 11).
 /// - Watch events for a full client are not kept: its streams skip them and the next `Events` message it
 ///   gets names the skipped sequence as `previous`, so the client sees a gap and resumes (Clone pattern).
 struct ClientOutbox {
@@ -23,12 +26,14 @@ struct ClientOutbox {
     let maxMessages: Int
     /// Bytes kept for one client before it counts as full.
     let maxBytes: Int
-    /// Refusals kept beyond the limit for a full client.
+    /// Refusals kept for a client whose queue is not empty (a full client's first refusals).
     let refusalAllowance: Int
 
     private struct Queue {
         var messages = Deque<[[UInt8]]>()
         var bytes = 0
+        /// Refusals kept since the queue was last empty.
+        var refusals = 0
     }
 
     /// Waiting messages by client routing identity; no entry = nothing waiting.
@@ -56,14 +61,15 @@ struct ClientOutbox {
     }
 
     /// Keeps `frames` (identity first) for later. A reply to an applied request is always kept;
-    /// a `refusal` is kept only within ``refusalAllowance`` past the limit. Returns whether it was kept.
+    /// a `refusal` is kept only within ``refusalAllowance``. Returns whether it was kept.
     @discardableResult
     mutating func keep(_ frames: [[UInt8]], refusal: Bool = false) -> Bool {
         let identity = frames[0]
-        if refusal, let queue = queues[identity], queue.messages.count >= maxMessages + refusalAllowance {
+        if refusal, let queue = queues[identity], queue.refusals >= refusalAllowance {
             return false
         }
         var queue = queues.removeValue(forKey: identity) ?? Queue()
+        if refusal { queue.refusals += 1 }
         queue.messages.append(frames)
         queue.bytes += frames.reduce(0) { $0 + $1.count }
         queues[identity] = queue

@@ -75,13 +75,17 @@ extension Coordinator {
         let job = job ?? operation.flatMap { core.dispatchDetails($0)?.job }
         var queue: String??
         // In-place mutation through the dictionary's values: no key is looked up again, so nothing can
-        // be missing (the loop sends nothing and removes nothing).
-        for index in watchers.values.indices {
+        // be missing (the loop sends nothing and removes nothing). A plain index, not `values.indices`:
+        // that collection holds the dictionary's storage, so every append copied all watchers and the
+        // pending array (O(events²) in a turn that cancels thousands of watched operations).
+        var index = watchers.values.startIndex
+        while index != watchers.values.endIndex {
             let covered = watchers.values[index].covers(job: job ?? JobID(0)) {
                 if queue == nil { queue = .some(operation.flatMap { core.queueName(of: $0) }) }
                 return queue!
             }
             if covered { watchers.values[index].pending.append(event) }
+            watchers.values.formIndex(after: &index)
         }
     }
 
@@ -92,7 +96,10 @@ extension Coordinator {
     /// (``sendToClient(_:)``), which is safe because nothing here looks them up again.
     func sendWatcherEvents() {
         var messages: [(identity: [UInt8], message: Opq_V1_CoordinatorToClient)] = []
-        for index in watchers.values.indices {
+        var next = watchers.values.startIndex  // not `values.indices`: see route(_:job:operation:)
+        while next != watchers.values.endIndex {
+            let index = next
+            watchers.values.formIndex(after: &next)
             guard let last = watchers.values[index].pending.last else { continue }
             if clientBacklog.isFull(watchers.values[index].identity) {
                 // A full client skips these events: the next message it gets names them as `previous`,

@@ -122,9 +122,13 @@ public final class Coordinator: @unchecked Sendable {
         // A second connection with a live connection's routing id gets nothing (libzmq leaves it
         // unidentified and reads none of its messages) instead of taking the traffic over.
         try workersSocket.set(.routerHandover, false)
-        // Clients come and go: ZMTP heartbeats let the socket notice a vanished watcher.
-        try clientsSocket.set(.heartbeatInterval, 1_000)
-        try clientsSocket.set(.heartbeatTimeout, 5_000)
+        // Clients come and go: TCP keepalive notices a vanished watcher's machine (a closed connection is
+        // noticed anyway). Not ZMTP heartbeats: with them libzmq 4.3.4 aborts when a client hangs up with
+        // a full pipe (docs/known-issues.md, PeerDisconnectTests).
+        try clientsSocket.set(.tcpKeepalive, 1)
+        try clientsSocket.set(.tcpKeepaliveIdle, 10)
+        try clientsSocket.set(.tcpKeepaliveInterval, 2)
+        try clientsSocket.set(.tcpKeepaliveCount, 3)
         self.workersEndpoint = try workersSocket.bind(workersEndpoint)
         self.clientsEndpoint = try clientsSocket.bind(clientsEndpoint)
 

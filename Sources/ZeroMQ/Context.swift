@@ -32,12 +32,22 @@ public final class Context: @unchecked Sendable {
     private var state = State.open(sockets: 0)
 
     /// Creates a context with `ioThreads` background I/O threads (one handles ~1 GB/s).
-    public init(ioThreads: Int32 = 1) throws(ZMQError) {
+    public convenience init(ioThreads: Int32 = 1) throws(ZMQError) {
+        try self.init(ioThreads: ioThreads, maxSockets: nil)
+    }
+
+    /// Creates a context with `ioThreads` background I/O threads and room for `maxSockets` open sockets
+    /// (nil: libzmq's default, 1,023; each socket also takes a descriptor for its mailbox, so many
+    /// sockets need a raised `RLIMIT_NOFILE` too).
+    public init(ioThreads: Int32, maxSockets: Int32?) throws(ZMQError) {
         let handle = try zmqCall("zmq_ctx_new") { zmq_ctx_new() }
         do throws(ZMQError) {
             try zmqCall("zmq_ctx_set", detail: "ZMQ_BLOCKY") { zmq_ctx_set(handle, ZMQ_BLOCKY, 0) }
             try zmqCall("zmq_ctx_set", detail: "ZMQ_IO_THREADS") {
                 zmq_ctx_set(handle, ZMQ_IO_THREADS, ioThreads)
+            }
+            if let maxSockets {
+                try zmqCall("zmq_ctx_set", detail: "ZMQ_MAX_SOCKETS") { zmq_ctx_set(handle, ZMQ_MAX_SOCKETS, maxSockets) }
             }
         } catch {
             _ = try? zmqCall("zmq_ctx_term") { zmq_ctx_term(handle) }

@@ -54,7 +54,19 @@ extension SocketOption where Value == Int32 {
     public static var sendTimeout: Self { .init(ZMQ_SNDTIMEO, name: "ZMQ_SNDTIMEO") }
     /// `ZMQ_RCVTIMEO` (ms): a blocking receive returns `nil` after this; `-1` never.
     public static var receiveTimeout: Self { .init(ZMQ_RCVTIMEO, name: "ZMQ_RCVTIMEO") }
-    /// `ZMQ_HEARTBEAT_IVL` (ms): send a ZMTP PING this often; `0` disables.
+    /// `ZMQ_TCP_KEEPALIVE`: `1` turns on the kernel's TCP keepalive (`SO_KEEPALIVE`), `0` off, `-1` the
+    /// system default. Notices a vanished TCP peer without writing to the connection from libzmq (unlike
+    /// `ZMQ_HEARTBEAT_IVL`, see docs/known-issues.md). Set before `bind`/`connect`.
+    public static var tcpKeepalive: Self { .init(ZMQ_TCP_KEEPALIVE, name: "ZMQ_TCP_KEEPALIVE") }
+    /// `ZMQ_TCP_KEEPALIVE_IDLE` (s): idle time before the first keepalive probe (`TCP_KEEPIDLE`).
+    public static var tcpKeepaliveIdle: Self { .init(ZMQ_TCP_KEEPALIVE_IDLE, name: "ZMQ_TCP_KEEPALIVE_IDLE") }
+    /// `ZMQ_TCP_KEEPALIVE_INTVL` (s): time between keepalive probes (`TCP_KEEPINTVL`).
+    public static var tcpKeepaliveInterval: Self { .init(ZMQ_TCP_KEEPALIVE_INTVL, name: "ZMQ_TCP_KEEPALIVE_INTVL") }
+    /// `ZMQ_TCP_KEEPALIVE_CNT`: unanswered probes before the connection is dropped (`TCP_KEEPCNT`).
+    public static var tcpKeepaliveCount: Self { .init(ZMQ_TCP_KEEPALIVE_CNT, name: "ZMQ_TCP_KEEPALIVE_CNT") }
+    /// `ZMQ_HEARTBEAT_IVL` (ms): send a ZMTP PING this often; `0` disables. Not on a ROUTER whose peers
+    /// may flood it: libzmq 4.3.4 aborts (`!_io_error`) when the timer fires on a connection that hung up
+    /// with a full pipe (docs/known-issues.md).
     public static var heartbeatInterval: Self { .init(ZMQ_HEARTBEAT_IVL, name: "ZMQ_HEARTBEAT_IVL") }
     /// `ZMQ_HEARTBEAT_TIMEOUT` (ms): drop the connection if no traffic arrives this long after a PING.
     public static var heartbeatTimeout: Self {

@@ -65,8 +65,10 @@ import ZeroMQ
         }
         print("unread client: \(accepted.count) submissions accepted, \(refused) refused, \(total - accepted.count - refused) refusals dropped")
         // Backpressure: once its outbox was full, the client's requests were not applied. (Measured
-        // 2026-11-24: 16,384 applied, and none of the refusals kept within the allowance arrived — open.)
+        // 2026-11-24: 16,384 applied.) The client is told: its first refusals arrive (issue 11: none did,
+        // the turn that filled the outbox had already used the refusal allowance).
         #expect(accepted.count >= 10_000 && accepted.count < total, "the coordinator applied \(accepted.count) of \(total)")
+        #expect(refused > 0, "the flooding client was never told that its requests were not applied")
         // Every job the coordinator has was acknowledged to the client: no reply to an applied request was lost.
         var known: Set<UInt64> = []
         var page = Opq_V1_JobList()

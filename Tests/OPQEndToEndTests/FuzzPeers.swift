@@ -4,7 +4,8 @@ import Testing
 import ZeroMQ
 
 /// The hostile side of `CoordinatorFuzzTests`: DEALER sockets on the coordinator's clients socket and on
-/// its workers socket (routing ids `fuzz-w0`, `fuzz-w1`, …). They send what ``HostileMessages`` makes,
+/// its workers socket (worker names `fuzz-w0`, `fuzz-w1`, …; a fresh routing id per connection, as real
+/// workers draw one: see `reconnect`). They send what ``HostileMessages`` makes,
 /// read everything the coordinator sends back (so its pipes never fill) and check that each message
 /// decodes and validates, and answer "has everything I sent been handled?" with a probe.
 struct FuzzPeers {
@@ -30,12 +31,16 @@ struct FuzzPeers {
         }
     }
 
-    private func socket(_ target: HostileMessages.Target, _ peer: Int) throws -> Socket {
+    /// Connections opened so far (part of each worker peer's routing id).
+    private var connections = 0
+
+    private mutating func socket(_ target: HostileMessages.Target, _ peer: Int) throws -> Socket {
         let socket = try context.socket(.dealer)
         try socket.set(.linger, 0)
         try socket.set(.sendTimeout, 100)
+        connections += 1
         if target == .workers {
-            try socket.set(.routingID, Array(HostileMessages.workerName(peer).utf8))
+            try socket.set(.routingID, Array("\(HostileMessages.workerName(peer))-\(connections)".utf8))
             try socket.connect(workersEndpoint)
         } else {
             try socket.connect(clientsEndpoint)
@@ -43,8 +48,11 @@ struct FuzzPeers {
         return socket
     }
 
-    /// Closes peer `peer`'s socket and opens a new one with the same identity (the coordinator sees a
-    /// disconnect, then a new connection).
+    /// Closes peer `peer`'s socket and opens a new one (the coordinator sees a disconnect, then a new
+    /// connection). A worker peer keeps its name but not its routing id: libzmq's ROUTER without
+    /// `ROUTER_HANDOVER` ignores a connection whose routing id is still held by the old one (which stays
+    /// until the coordinator has read what is queued on it) and never reads that connection again
+    /// (docs/known-issues.md); real workers draw a fresh routing id per connection for that reason.
     mutating func reconnect(_ target: HostileMessages.Target, _ peer: Int) throws {
         if target == .workers {
             workers[peer].close()
@@ -109,7 +117,14 @@ struct FuzzPeers {
             }
             for (peer, socket) in workers.enumerated() {
                 while let message = receive(socket, from: .workers) {
-                    if case .toWorker(let order) = message, case .welcome = order.body { pending.remove(.worker(peer)) }
+                    // A welcome, or a refusal of the name (the peer's last session may still be live):
+                    // either way everything the connection sent before was handled.
+                    if case .toWorker(let order) = message {
+                        switch order.body {
+                        case .welcome, .disconnect: pending.remove(.worker(peer))
+                        default: break
+                        }
+                    }
                 }
             }
         }

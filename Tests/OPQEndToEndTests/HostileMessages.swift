@@ -32,8 +32,8 @@ struct HostileMessages {
         /// Megabyte progress reports (kept without bound).
         case hugeProgress = "huge-progress"
         /// Peers closing their socket and connecting again (`reconnect`). Found by this test: libzmq 4.3.4
-        /// aborts the coordinator with `Assertion failed: !_io_error (src/stream_engine_base.cpp:331)` when
-        /// a connection's read error and its pending output come in one epoll batch (libzmq #4841).
+        /// aborted the coordinator with `Assertion failed: !_io_error (src/stream_engine_base.cpp:331)`
+        /// (libzmq #4841) through the clients socket's ZMTP heartbeat, now off (PeerDisconnectTests).
         case disconnects = "disconnects"
         /// Operation timeouts above `WireLimits.maxSeconds`: the core accepts any finite timeout, and the
         /// dispatch then carries one that workers refuse (issue 11: a value accepted at one edge and
@@ -43,7 +43,8 @@ struct HostileMessages {
         /// in the same turn as (a) the finish a Wait was waiting for made the coordinator answer the Wait
         /// with an OperationInfo of id 0; (b) a dispatch decided earlier in the turn made it send that
         /// dispatch with the pruned operation's emptied work; a flood of prunes starved the loop (each
-        /// rewrote the journal). Still avoided by default (CoordinatorFuzzTests' `knownCrashes`).
+        /// rewrote the journal); with prunes on, turns with thousands of events for many watches stalled the
+        /// loop (WatcherLoadTests). Sent by default again.
         case prune = "prune"
     }
 
