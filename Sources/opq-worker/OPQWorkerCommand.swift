@@ -43,10 +43,10 @@ struct OPQWorkerCommand: ParsableCommand {
     @Option(help: ArgumentHelp("The coordinator's worker endpoint (environment: OPQ_WORKER_ENDPOINT).", valueName: "endpoint"))
     var coordinator = ProcessInfo.processInfo.environment["OPQ_WORKER_ENDPOINT"] ?? WorkerConfiguration.defaultCoordinator
 
-    @Option(help: ArgumentHelp("How many operations run at once (1 to \(Limits.maxSlots); default: --cpus, or the machine's CPUs).", valueName: "n"))
+    @Option(help: ArgumentHelp("How many operations run at once (1 to \(Limits.maxSlots)). Default: --cpus, or the machine's CPUs.", valueName: "n"))
     var slots: Int?
 
-    @Option(help: ArgumentHelp("CPUs offered to operations' cpus: (1 to \(Limits.maxCpus); default: --slots, or the machine's CPUs).", valueName: "n"))
+    @Option(help: ArgumentHelp("CPUs offered to operations' cpus: (1 to \(Limits.maxCpus)). Default: --slots, or the machine's CPUs.", valueName: "n"))
     var cpus: Int?
 
     @Option(help: ArgumentHelp("Memory offered to operations' memory:, e.g. 16G (K, M, G, T = powers of 1024; default: the machine's memory).", valueName: "size"))
