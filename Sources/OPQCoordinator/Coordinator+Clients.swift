@@ -37,14 +37,10 @@ extension Coordinator {
 
         switch request.body {
         case .submit(let submit):
-            self.submit(submit, requestID: id, identity: identity, now: now)
+            self.submit(submit, received: frames[2], requestID: id, identity: identity, now: now)
         case .cancel(let cancel):
             do {
-                let before = core.effects.count
-                try self.cancel(cancel, now: now)
-                let cancelled = core.effects[before...].flatMap { effect -> [OperationID] in
-                    if case .journal(.cancelled(let ids)) = effect { ids } else { [] }
-                }
+                let cancelled = try self.cancel(cancel, now: now)
                 reply { $0.cancelled.operations = cancelled.map(\.rawValue) }
             } catch { refuse(error) }
         case .setQueue(let settings):
@@ -114,18 +110,19 @@ extension Coordinator {
         return request.requestID
     }
 
-    private func submit(_ submit: Opq_V1_Submit, requestID: UInt64, identity: [UInt8], now: Double) {
+    /// A submission; `received` is the request's bytes as they came, which the journal stores.
+    private func submit(_ submit: Opq_V1_Submit, received: [UInt8], requestID: UInt64, identity: [UInt8], now: Double) {
         let key = submit.idempotencyKey
         if !key.isEmpty, let receipt = receipts[key] {
             queueToClient(.reply(requestID) { $0.submitted = Opq_V1_SubmitAccepted(receipt, duplicate: true) }, identity: identity)
             return
         }
         do {
-            let receipt = try core.submit(Submission(submit), at: now)
-            if !key.isEmpty {
-                receipts[key] = receipt
-                durability?.pendingKeys[receipt.job] = key
-            }
+            var submission = Submission(submit)
+            submission.idempotencyKey = key
+            submission.received = received
+            let receipt = try core.submit(submission, at: now)
+            if !key.isEmpty { receipts[key] = receipt }
             logger.info("job accepted", metadata: ["job.id": "\(receipt.job)", "operations": "\(receipt.operations.count)"])
             queueToClient(.reply(requestID) { $0.submitted = Opq_V1_SubmitAccepted(receipt) }, identity: identity)
         } catch {
@@ -134,13 +131,17 @@ extension Coordinator {
         }
     }
 
-    private func cancel(_ cancel: Opq_V1_Cancel, now: Double) throws(RequestError) {
+    /// Carries out a cancel; returns what it cancelled, as the core says.
+    private func cancel(_ cancel: Opq_V1_Cancel, now: Double) throws(RequestError) -> [OperationID] {
         switch cancel.target {
-        case .operation(let id): try core.cancel(OperationID(id), at: now)
-        case .job(let id): try core.cancel(job: JobID(id), at: now)
-        case .queue(let name): try core.cancelAll(inQueue: name.isEmpty ? "default" : name, at: now)
-        case .all: for queue in core.queueNames { try core.cancelAll(inQueue: queue, at: now) }
-        case nil: break
+        case .operation(let id): return try core.cancel(OperationID(id), at: now)
+        case .job(let id): return try core.cancel(job: JobID(id), at: now)
+        case .queue(let name): return try core.cancelAll(inQueue: name.isEmpty ? "default" : name, at: now)
+        case .all:
+            var cancelled: [OperationID] = []
+            for queue in core.queueNames { cancelled += try core.cancelAll(inQueue: queue, at: now) }
+            return cancelled
+        case nil: return []
         }
     }
 

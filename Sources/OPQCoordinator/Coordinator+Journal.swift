@@ -10,8 +10,6 @@ struct Durability {
     /// Holds the lock for the life of the coordinator.
     let directory: StateDirectory
     let journal: Journal
-    /// Idempotency keys of this turn's submissions, by job, until their `.submitted` record is journaled.
-    var pendingKeys: [JobID: String] = [:]
     /// When each finished job finished (seconds since 1970), for `prune --older-than`.
     var jobFinishedAt: [JobID: Double] = [:]
     /// While attempts recovered from the journal wait for their workers: when they get a new attempt.
@@ -61,23 +59,16 @@ extension Coordinator {
         return Durability(directory: directory, journal: journal, jobFinishedAt: recovered.jobFinishedAt)
     }
 
-    /// Journals what one effect changed (called for every effect, in order, by `absorbEffects`).
+    /// Journals one of the core's durable records (called for every effect, in order, by `absorbEffects`).
+    /// Only what the core emits as a record is journaled; a finished job is stamped with the wall clock.
     func journal(_ effect: Effect) {
         guard durability != nil else { return }
-        var key = ""
         var time = 0.0
-        switch effect {
-        case .journal(.submitted(let receipt, _)):
-            key = durability!.pendingKeys.removeValue(forKey: receipt.job) ?? ""
-        case .jobFinished(let job):
+        if case .jobFinished(let job) = effect {
             time = Date().timeIntervalSince1970
             durability!.jobFinishedAt[job] = time
-        case .notify(let event) where event.state == .executing:
-            return  // the hot path: started reports are not journaled
-        default:
-            break
         }
-        guard let entry = JournalEntry(effect, key: key, time: time) else { return }
+        guard let entry = JournalEntry(effect, time: time) else { return }
         durability!.journal.append(entry)
     }
 
