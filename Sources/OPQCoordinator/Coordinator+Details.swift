@@ -81,12 +81,15 @@ extension Coordinator {
         for event in history {
             switch event.kind {
             case .operation(let change):
-                entries.append(Self.storyEntry(change, sequence: event.sequence, isFirst: entries.isEmpty, lastWorker: lastWorker))
+                var entry = Self.storyEntry(change, sequence: event.sequence, isFirst: entries.isEmpty, lastWorker: lastWorker)
+                entry.cause = event.cause.description
+                entries.append(entry)
                 if let worker = change.worker { lastWorker = worker }
             case .progress(let progress):
                 let fraction = progress.hasFraction ? " \(Int((progress.fraction * 100).rounded())) %" : ""
                 entries.append(StoryEntry(sequence: event.sequence, time: nil, event: "progress", attempt: Int(progress.attempt),
-                                          worker: lastWorker?.name, text: "progress\(fraction)\(progress.message.isEmpty ? "" : ": " + progress.message)"))
+                                          worker: lastWorker?.name, text: "progress\(fraction)\(progress.message.isEmpty ? "" : ": " + progress.message)",
+                                          cause: event.cause.description))
             case .jobFinished:
                 break
             }

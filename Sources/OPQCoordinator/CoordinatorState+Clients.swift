@@ -21,6 +21,12 @@ extension CoordinatorState {
     mutating func handleClient(_ request: Opq_V1_ClientRequest, frames: [[UInt8]], journalRefusal: Opq_V1_Error?, now: Double) {
         let identity = frames[0]
         let id = request.requestID
+        switch request.body {
+        case .submit: begin(.submit)
+        case .cancel: begin(.cancel)
+        case .heartbeat: break
+        default: begin(.clientRequest)
+        }
         if clientBacklog.isFull(identity) {
             if case .heartbeat = request.body { return }
             // Refused before it is applied: the client is not reading its replies (ClientOutbox's policy).

@@ -19,11 +19,11 @@ extension CoordinatorState {
             case let .kill(id, attempt, worker, reason):
                 orders[worker, default: []].append(.kill(Opq_V1_Kill(id, attempt: attempt, reason: reason)))
             case .notify(let event):
-                let numbered = events.append(.operation(event))
+                let numbered = events.append(.operation(event), cause: cause)
                 route(numbered, job: event.job, operation: event.operation)
                 if event.state == .finished { somethingFinished = true }
             case .jobFinished(let job):
-                let numbered = events.append(.jobFinished(job))
+                let numbered = events.append(.jobFinished(job), cause: cause)
                 route(numbered, job: job, operation: nil)
                 somethingFinished = true
             case .journal:

@@ -62,6 +62,12 @@ extension CoordinatorState {
             disconnect(connection: identity, error.description, code: error.isProtocolMismatch ? .unsupportedProtocol : .malformedMessage)
             return
         }
+        switch message.body {
+        case .register: begin(.workerRegister)
+        case .heartbeat: begin(.workerHeartbeat)
+        case .goodbye: begin(.workerGoodbye)
+        case .reports, nil: begin(.workerReport)
+        }
         if case .register(let register) = message.body {
             self.register(identity, register, peerKey: peerKey, leaseRequest: message.leaseRequest, now: now)
             return
@@ -203,7 +209,7 @@ extension CoordinatorState {
                 logger.debug("stale progress ignored", metadata: ["operation.id": "\(progress.operation)", "worker.id": "\(session.id)"])
                 return
             }
-            let event = events.append(.progress(progress))
+            let event = events.append(.progress(progress), cause: cause)
             route(event, job: nil, operation: OperationID(progress.operation))
         case .output(let chunk):
             // Only the worker running that attempt may add to its output.
@@ -257,12 +263,14 @@ extension CoordinatorState {
     /// dropped (it registers again if it comes back).
     mutating func workerUnreachable(_ id: WorkerID, now: Double) {
         guard sessions[id] != nil else { return }
+        begin(.sendFailed)
         core.workerLost(id, at: now)
         sessions[id] = nil
     }
 
     /// Ends the session of a worker whose key is no longer authorized: lost for the core (fenced), told why.
     mutating func revoke(_ id: WorkerID, session: WorkerSession, now: Double) {
+        begin(.keyRevoked)
         logger.warning("worker key revoked; disconnecting the worker", metadata: ["worker.id": "\(id)"])
         core.workerLost(id, at: now)
         endSession(id)

@@ -70,6 +70,10 @@ struct CoordinatorState {
     var clientOutbox: [[[UInt8]]] = []
     /// True when something finished this turn (waiters need a look).
     var somethingFinished = false
+    /// The stimulus being handled; the events it causes carry it (``begin(_:)``).
+    var cause = Cause.start
+    /// The id of the latest stimulus.
+    var lastCause: UInt64 = 0
 
     init(configuration: CoordinatorConfiguration, core: Scheduler, instanceID: String, isDurable: Bool, logger: Logger,
          makeSecret: @escaping () -> [UInt8]) {
@@ -96,6 +100,7 @@ struct CoordinatorState {
     /// Time passes: the core's deadlines, the recovery grace period, lost sessions, heartbeats due, waits
     /// that timed out.
     mutating func tick(now: Double) {
+        begin(.timer)
         core.tick(at: now)
         checkRecoveryGrace(now: now)
         dropLostSessions()

@@ -139,3 +139,40 @@ extension String {
     /// A reply line as ``StateDriver`` renders it.
     var replyLine: String { "reply " + self }
 }
+
+/// Causal ids: every message and every turn's timers get the next id, and the events they cause carry it.
+@Suite struct CausalIDTests {
+    @Test func eachTransitionCarriesTheMessageOrTimerItFollowedFrom() throws {
+        var d = StateDriver()
+        _ = try d.register("w1")                          // #1 worker registration
+        _ = d.turn()                                      // #2 timer
+        _ = try d.submit(1, ["a"])                        // #3 submit: a is ready and dispatched at once
+        _ = d.turn()                                      // #4 timer
+        _ = try d.started("w1", 1, sequence: 1)           // #5 worker report
+        _ = try d.client("bob", 2) { $0.cancel.operation = 1 }  // #6 cancel: a is told, still running
+        _ = try d.finished("w1", 1, status: .cancelled, sequence: 2)  // #7 worker report
+        _ = d.turn()
+        let story = d.state.events.history(of: OperationID(1)).events.map { event -> String in
+            guard case .operation(let change) = event.kind else { return "?" }
+            return "\(change.state)\(change.isCancelled && change.state != .finished ? " cancelled" : "") ← \(event.cause)"
+        }
+        #expect(story == [
+            "ready ← #3 submit", "dispatched ← #3 submit", "executing ← #5 worker report",
+            "executing cancelled ← #6 cancel", "finished ← #7 worker report",
+        ])
+    }
+
+    @Test func aWorkerDeclaredLostIsTheCauseOfItsAttemptsRequeue() throws {
+        var d = StateDriver()
+        _ = try d.register("w1")
+        _ = try d.submit(1, ["a"])
+        _ = d.turn()
+        d.state.workerUnreachable(WorkerID("w1"), now: d.now)
+        // Its lease (last heard at 100, 3 s) and the margin (0.5 s) are over at 103.5: requeued by that turn's timer.
+        _ = d.turn(at: 103.4)
+        #expect(d.state.events.history(of: OperationID(1)).events.count == 2)
+        _ = d.turn(at: 103.5)
+        let causes = d.state.events.history(of: OperationID(1)).events.map { "\($0.cause.kind)" }
+        #expect(causes == ["submit", "submit", "timer"])
+    }
+}
