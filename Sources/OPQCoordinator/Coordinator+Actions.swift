@@ -16,6 +16,8 @@ extension Coordinator {
             if case .wakeAt(let time)? = actions.last { wakeAt = time }
             try perform(actions, now: now)
         } while state.hasTurnWork
+        // A client that could not take what was just sent is retried soon, not at the next deadline.
+        if !state.clientBacklog.isEmpty { wakeAt = min(wakeAt, now + CoordinatorState.backlogRetryInterval) }
         return wakeAt
     }
 
