@@ -150,6 +150,9 @@ let package = Package(
             dependencies: ["OPQJournal", "OPQCore", "OPQWire", .product(name: "GRDB", package: "GRDB.swift")]),
         .testTarget(name: "OPQCoordinatorTests", dependencies: ["OPQCoordinator", "OPQCore", "OPQWire", "ZeroMQ"]),
         .testTarget(
+            name: "OPQCoordinatorStateTests",
+            dependencies: ["OPQCoordinator", "OPQCore", "OPQJournal", "OPQWire", .product(name: "Logging", package: "swift-log")]),
+        .testTarget(
             name: "OPQDashboardTests",
             dependencies: ["OPQDashboard", "OPQCoordinator", "OPQCore", "OPQLogging", .product(name: "Logging", package: "swift-log")]
         ),

@@ -30,7 +30,7 @@ heavy='RandomWorkload|DurabilityTests|CancelUnderLoadTests'
 fuzz='CoordinatorFuzzTests'
 deploy='InstallTests|SlurmTests'
 curve='CurveTests|NetnsTests'
-units='^(OPQCoreTests|OPQRuntimeTests|OPQWorkerTests|OPQJobFileTests|OPQWireTests|OPQJournalTests|ZeroMQTests|OPQDashboardTests|OPQCoordinatorTests)\.'
+units='^(OPQCoreTests|OPQRuntimeTests|OPQWorkerTests|OPQJobFileTests|OPQWireTests|OPQJournalTests|ZeroMQTests|OPQDashboardTests|OPQCoordinatorTests|OPQCoordinatorStateTests)\.'
 swift test --skip-build --filter "$units" --skip "$heavy|$fuzz|WorkerTrustTests|$curve|$deploy"
 swift test --skip-build --filter '^(OPQEndToEndTests|OPQCLITests)\.' --skip "$heavy|$fuzz|WorkerTrustTests|$curve|$deploy"
 swift test --skip-build --filter "$heavy"

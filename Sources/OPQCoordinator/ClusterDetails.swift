@@ -107,4 +107,6 @@ public struct StoryEntry: Sendable, Codable {
     public var worker: String?
     /// The step in words, with its reason.
     public var text: String
+    /// What caused it: the id and kind of the message or timer it followed from ("#42 worker report").
+    public var cause: String? = nil
 }

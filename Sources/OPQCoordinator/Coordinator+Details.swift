@@ -19,8 +19,8 @@ extension Coordinator {
     /// Job `id` as a layered graph (``JobGraph``), or nil when unknown or pruned.
     /// - Complexity: O(n + e) over the first ``JobGraph/maxOperations`` operations and their dependencies.
     func jobGraph(_ id: JobID, now: Double) -> JobGraph? {
-        guard let job = core.job(id) else { return nil }
-        let operations = job.operations.prefix(JobGraph.maxOperations).compactMap { core.operation($0) }
+        guard let job = state.core.job(id) else { return nil }
+        let operations = job.operations.prefix(JobGraph.maxOperations).compactMap { state.core.operation($0) }
         var position: [OperationID: Int] = [:]
         for (index, operation) in operations.enumerated() { position[operation.id] = index }
         // Longest-path layering (Kahn's order): a node's layer is one more than its deepest dependency's.
@@ -74,19 +74,22 @@ extension Coordinator {
     /// The causal timeline of operation `id` from the event log, or nil when unknown or pruned.
     /// - Complexity: O(events kept) (at most ``CoordinatorConfiguration/eventHistory``).
     func story(of id: OperationID) -> OperationStory? {
-        guard let operation = core.operation(id) else { return nil }
-        let (history, logIsWhole) = events.history(of: id)
+        guard let operation = state.core.operation(id) else { return nil }
+        let (history, logIsWhole) = state.events.history(of: id)
         var entries: [StoryEntry] = []
         var lastWorker: WorkerID?
         for event in history {
             switch event.kind {
             case .operation(let change):
-                entries.append(Self.storyEntry(change, sequence: event.sequence, isFirst: entries.isEmpty, lastWorker: lastWorker))
+                var entry = Self.storyEntry(change, sequence: event.sequence, isFirst: entries.isEmpty, lastWorker: lastWorker)
+                entry.cause = event.cause.description
+                entries.append(entry)
                 if let worker = change.worker { lastWorker = worker }
             case .progress(let progress):
                 let fraction = progress.hasFraction ? " \(Int((progress.fraction * 100).rounded())) %" : ""
                 entries.append(StoryEntry(sequence: event.sequence, time: nil, event: "progress", attempt: Int(progress.attempt),
-                                          worker: lastWorker?.name, text: "progress\(fraction)\(progress.message.isEmpty ? "" : ": " + progress.message)"))
+                                          worker: lastWorker?.name, text: "progress\(fraction)\(progress.message.isEmpty ? "" : ": " + progress.message)",
+                                          cause: event.cause.description))
             case .jobFinished:
                 break
             }

@@ -10,12 +10,6 @@ struct Durability {
     /// Holds the lock for the life of the coordinator.
     let directory: StateDirectory
     let journal: Journal
-    /// Idempotency keys of this turn's submissions, by job, until their `.submitted` record is journaled.
-    var pendingKeys: [JobID: String] = [:]
-    /// When each finished job finished (seconds since 1970), for `prune --older-than`.
-    var jobFinishedAt: [JobID: Double] = [:]
-    /// While attempts recovered from the journal wait for their workers: when they get a new attempt.
-    var recoveryDeadline: Double?
     /// Set while the journal cannot be written because its disk is full.
     var stall: JournalStall?
 }
@@ -44,41 +38,20 @@ struct JournalStall {
 }
 
 extension Coordinator {
-    /// Takes the state directory's lock, opens its journal and replays it into `core`. Throws a
-    /// ``JournalError`` (never starts empty over a journal it cannot read).
+    /// Takes the state directory's lock, opens its journal and replays it into `core`; `recovered` gets
+    /// what else the replay found (receipts, when jobs finished). Throws a ``JournalError`` (never starts
+    /// empty over a journal it cannot read).
     static func openState(_ path: String, configuration: CoordinatorConfiguration, core: inout Scheduler,
-                          outputs: inout OutputStore, receipts: inout [String: SubmissionReceipt], logger: Logger) throws -> Durability {
+                          logger: Logger) throws -> (Durability, RecoveredState) {
         let directory = try StateDirectory(path: path)
         let journal = try Journal(path: directory.journalPath, sync: configuration.sync)
         let started = MonotonicClock().now()
         let recovered = try journal.recover(into: &core)
-        try journal.forEachOutput { id, output in outputs.record(output, for: id) }
-        receipts = recovered.receipts
         logger.info("journal replayed", metadata: [
             "state": "\(directory.path)", "records": "\(recovered.entries)", "operations": "\(core.operationTotal)",
             "in.flight": "\(core.recoveringAttempts)", "seconds": "\(MonotonicClock().now() - started)",
         ])
-        return Durability(directory: directory, journal: journal, jobFinishedAt: recovered.jobFinishedAt)
-    }
-
-    /// Journals what one effect changed (called for every effect, in order, by `absorbEffects`).
-    func journal(_ effect: Effect) {
-        guard durability != nil else { return }
-        var key = ""
-        var time = 0.0
-        switch effect {
-        case .journal(.submitted(let receipt, _)):
-            key = durability!.pendingKeys.removeValue(forKey: receipt.job) ?? ""
-        case .jobFinished(let job):
-            time = Date().timeIntervalSince1970
-            durability!.jobFinishedAt[job] = time
-        case .notify(let event) where event.state == .executing:
-            return  // the hot path: started reports are not journaled
-        default:
-            break
-        }
-        guard let entry = JournalEntry(effect, key: key, time: time) else { return }
-        durability!.journal.append(entry)
+        return (Durability(directory: directory, journal: journal), recovered)
     }
 
     /// Commits the turn's journal entries; only then may its acknowledgements and dispatches go out.
@@ -87,7 +60,12 @@ extension Coordinator {
     /// nothing that depends on them may be sent. Any other write failure is thrown (the coordinator stops).
     @discardableResult
     func commitJournal() throws -> Bool {
-        guard let journal = durability?.journal, journal.hasPending else { return true }
+        guard let journal = durability?.journal, journal.hasPending else {
+            // Nothing left to journal: every report received is durable (a turn of output chunks and starts
+            // journals nothing, and the workers' output window waits for this acknowledgement).
+            if durability?.stall == nil { state.committed() }
+            return true
+        }
         let now = clock.now()
         if let stall = durability!.stall, now - stall.lastAttempt < Coordinator.stallRetryInterval,
            !journal.hasRoom(for: journal.pendingBytes) {
@@ -103,8 +81,8 @@ extension Coordinator {
                 logger.error("journal disk full: refusing changes until there is room; running work continues", metadata: [
                     "journal": "\(journal.path)", "pending.bytes": "\(journal.pendingBytes)",
                 ])
-                durability!.stall = JournalStall(since: now, lastAttempt: now, heldReplies: clientOutbox)
-                clientOutbox.removeAll()
+                durability!.stall = JournalStall(since: now, lastAttempt: now, heldReplies: state.clientOutbox)
+                state.clientOutbox.removeAll()
             }
             durability!.stall!.lastAttempt = now
             return false
@@ -112,12 +90,10 @@ extension Coordinator {
         if let stall = durability!.stall {
             durability!.stall = nil
             logger.notice("journal writable again: accepting changes", metadata: ["stalled.seconds": "\(now - stall.since)"])
-            clientOutbox.insert(contentsOf: stall.heldReplies, at: 0)
+            state.clientOutbox.insert(contentsOf: stall.heldReplies, at: 0)
             dropOrdersTheCoreNoLongerHolds()
         }
-        for (id, session) in sessions where session.reportsDurable < session.reportsReceived {
-            sessions[id]!.reportsDurable = session.reportsReceived
-        }
+        state.committed()
         return true
     }
 
@@ -131,15 +107,15 @@ extension Coordinator {
     /// After a stall, drops the orders that went stale while they waited (their worker was lost or
     /// registered again, the attempt finished or moved on): only what the core still holds goes out.
     private func dropOrdersTheCoreNoLongerHolds() {
-        for (worker, items) in orders {
-            orders[worker] = items.filter { order in
+        for (worker, items) in state.orders {
+            state.orders[worker] = items.filter { order in
                 let (id, attempt): (UInt64, UInt32)
                 switch order.kind {
                 case .dispatch(let dispatch): (id, attempt) = (dispatch.operation, dispatch.attempt)
                 case .kill(let kill): (id, attempt) = (kill.operation, kill.attempt)
                 case nil: return false
                 }
-                guard let operation = core.operation(OperationID(id)) else { return false }
+                guard let operation = state.core.operation(OperationID(id)) else { return false }
                 return operation.worker == worker && operation.attempt == Int(attempt)
                     && (operation.state == .dispatched || operation.state == .executing)
             }
@@ -172,38 +148,10 @@ extension Coordinator {
     /// Takes the core's effects and commits what they journal. False while the journal's disk is full.
     @discardableResult
     func absorbAndCommit() throws -> Bool {
-        absorbEffects()
-        let committed = try commitJournal()
-        // Nothing left to journal: every report received is durable (a turn of output chunks and starts
-        // journals nothing, and the workers' output window waits for this acknowledgement).
-        if durability == nil || (committed && durability?.journal.hasPending == false) {
-            for (id, session) in sessions where session.reportsDurable < session.reportsReceived {
-                sessions[id]!.reportsDurable = session.reportsReceived
-            }
-        }
-        return committed
-    }
-
-    /// Starts the grace period for attempts recovered from the journal (their workers reconnect and say
-    /// what they still hold); called once when the loop starts.
-    func startRecoveryGrace(now: Double) {
-        guard durability != nil, core.recoveringAttempts > 0 else { return }
-        durability!.recoveryDeadline = now + configuration.recoveryGrace
-        logger.info("waiting for workers to report recovered attempts", metadata: [
-            "attempts": "\(core.recoveringAttempts)", "grace.seconds": "\(configuration.recoveryGrace)",
-        ])
-    }
-
-    /// Ends the grace period when it is over, or as soon as every recovered attempt was reconciled.
-    func checkRecoveryGrace(now: Double) {
-        guard let deadline = durability?.recoveryDeadline else { return }
-        let left = core.recoveringAttempts
-        guard left == 0 || now >= deadline else { return }
-        if left > 0 {
-            logger.warning("recovered attempts not reported by their workers get a new attempt", metadata: ["attempts": "\(left)"])
-        }
-        core.endRecovery(at: now)
-        durability!.recoveryDeadline = nil
+        state.absorbEffects()
+        for entry in state.journalEntries { durability?.journal.append(entry) }
+        state.journalEntries.removeAll(keepingCapacity: true)
+        return try commitJournal()
     }
 
     /// `opq prune`: forgets finished jobs (finished at least `olderThan` seconds ago, if given), in the
@@ -217,28 +165,28 @@ extension Coordinator {
         guard try absorbAndCommit() else { return refusePrune(requestID: requestID, identity: identity) }
         // Waits this turn satisfied are answered now, while what they name still exists: a wait must never
         // be answered with an operation the prune already forgot.
-        if somethingFinished {
-            somethingFinished = false
-            answerSatisfiedWaiters()
+        if state.somethingFinished {
+            state.somethingFinished = false
+            state.clientOutbox += state.satisfiedWaits()
         }
         var pruned: [Scheduler.PrunedJob] = []
-        for number in 1...max(1, UInt64(core.jobCount)) where number <= UInt64(core.jobCount) {
+        for number in 1...max(1, UInt64(state.core.jobCount)) where number <= UInt64(state.core.jobCount) {
             let job = JobID(number)
-            guard core.isFinished(job: job) == true else { continue }
-            if let cutoff, (durability?.jobFinishedAt[job] ?? 0) > cutoff { continue }
-            if let record = core.prune(job: job) { pruned.append(record) }
+            guard state.core.isFinished(job: job) == true else { continue }
+            if let cutoff, (state.jobFinishedAt[job] ?? 0) > cutoff { continue }
+            if let record = state.core.prune(job: job) { pruned.append(record) }
         }
         durability?.journal.forget(pruned)
         for record in pruned {
-            durability?.jobFinishedAt[record.job] = nil
+            state.jobFinishedAt[record.job] = nil
             for k in record.outcomes.indices {
-                outputs.remove(OperationID(record.first.rawValue + UInt64(k)))
+                state.outputs.remove(OperationID(record.first.rawValue + UInt64(k)))
                 spool.remove(OperationID(record.first.rawValue + UInt64(k)))
             }
         }
         let operations = pruned.reduce(0) { $0 + $1.outcomes.count }
         logger.info("pruned finished jobs", metadata: ["jobs": "\(pruned.count)", "operations": "\(operations)"])
-        queueToClient(.reply(requestID) {
+        state.queueToClient(.reply(requestID) {
             $0.pruned.jobs = pruned.map(\.job.rawValue)
             $0.pruned.operations = UInt64(operations)
         }, identity: identity)
@@ -265,6 +213,6 @@ extension Coordinator {
     }
 
     private func refusePrune(requestID: UInt64, identity: [UInt8]) {
-        queueToClient(.reply(requestID, error: diskFullError), identity: identity)
+        state.queueToClient(.reply(requestID, error: diskFullError), identity: identity)
     }
 }

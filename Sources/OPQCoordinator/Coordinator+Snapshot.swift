@@ -152,10 +152,10 @@ extension Coordinator {
     /// Starts publishing ``ClusterSnapshot``s to `publisher` from the loop. Call before ``run()``.
     public func publishSnapshots(to publisher: SnapshotPublisher) {
         let now = clock.now()
-        var telemetry = Telemetry(publisher: publisher, startedAt: now, lastSequence: events.lastSequence)
-        for number in 0..<core.jobCount {
+        var telemetry = Telemetry(publisher: publisher, startedAt: now, lastSequence: state.events.lastSequence)
+        for number in 0..<state.core.jobCount {
             let job = JobID(UInt64(number + 1))
-            if core.progress(of: job)?.isFinished == false { telemetry.jobs[job] = .init(firstSeen: now) }
+            if state.core.progress(of: job)?.isFinished == false { telemetry.jobs[job] = .init(firstSeen: now) }
         }
         self.telemetry = telemetry
         publishSnapshot(now: now)
@@ -166,14 +166,14 @@ extension Coordinator {
         guard telemetry != nil else { return }
         let started = clock.now()  // `now` is the turn's start
         defer { telemetry!.totals.telemetrySeconds += max(0, clock.now() - started) }
-        if events.lastSequence != telemetry!.lastSequence {
-            if let new = events.events(after: telemetry!.lastSequence) {
+        if state.events.lastSequence != telemetry!.lastSequence {
+            if let new = state.events.events(after: telemetry!.lastSequence) {
                 for event in new { observe(event) }
             } else {
-                let missed = events.lastSequence - telemetry!.lastSequence
+                let missed = state.events.lastSequence - telemetry!.lastSequence
                 telemetry!.totals.eventsMissed &+= missed
             }
-            telemetry!.lastSequence = events.lastSequence
+            telemetry!.lastSequence = state.events.lastSequence
             telemetry!.isDirty = true
         }
         let since = now - telemetry!.lastPublish
@@ -226,13 +226,13 @@ extension Coordinator {
                 readyAt: readyAt, start: change.time, end: nil, outcome: "running", reason: nil)
         case .finished:
             let outcome = change.outcome ?? .succeeded
-            let queue = core.queueName(of: id) ?? ""
+            let queue = state.core.queueName(of: id) ?? ""
             telemetry!.finishedByQueue[queue, default: [0, 0, 0]][Int(outcome.rawValue)] &+= 1
             // An attempt that ran left `readyAt` when it started; only one finished without running is in it.
             if !endTask(id, at: change.time, outcome: outcome.description, reason: change.reason) { telemetry!.readyAt[id] = nil }
             guard outcome == .failed else { return }
             telemetry!.failures.append(FailureSummary(
-                operation: id.rawValue, name: core.name(of: id) ?? "", job: change.job.rawValue, queue: queue,
+                operation: id.rawValue, name: state.core.name(of: id) ?? "", job: change.job.rawValue, queue: queue,
                 worker: change.worker?.name, attempt: change.attempt, time: change.time,
                 reason: change.reason?.description ?? "", exitCode: change.exitCode, signal: change.signal,
                 stdoutTail: "", stderrTail: "", message: ""))
@@ -264,8 +264,8 @@ extension Coordinator {
             let rate = Double(messages - telemetry!.messagesAtLastPublish) / elapsed
             telemetry!.totals.messagesPerSecond = rate
         }
-        telemetry!.totals.workersLost = UInt64(core.workersLost)
-        telemetry!.totals.jobs = UInt64(core.jobCount)
+        telemetry!.totals.workersLost = UInt64(state.core.workersLost)
+        telemetry!.totals.jobs = UInt64(state.core.jobCount)
         telemetry!.published += 1
         let snapshot = ClusterSnapshot(
             time: now, startedAt: telemetry!.startedAt, sequence: telemetry!.published,
@@ -278,7 +278,7 @@ extension Coordinator {
         telemetry!.lastPublish = now
         telemetry!.messagesAtLastPublish = messages
         telemetry!.isDirty = false
-        let live = Set(core.workerSnapshots.map(\.id))
+        let live = Set(state.core.workerSnapshots.map(\.id))
         telemetry!.lanes = telemetry!.lanes.filter { live.contains($0.key) }
     }
 
@@ -293,29 +293,29 @@ extension Coordinator {
     }
 
     private func taskBar(_ attempt: Telemetry.Attempt) -> TaskBar {
-        TaskBar(operation: attempt.operation.rawValue, name: core.name(of: attempt.operation) ?? "", job: attempt.job.rawValue,
-                queue: core.queueName(of: attempt.operation) ?? "", worker: attempt.worker.name, lane: attempt.lane,
+        TaskBar(operation: attempt.operation.rawValue, name: state.core.name(of: attempt.operation) ?? "", job: attempt.job.rawValue,
+                queue: state.core.queueName(of: attempt.operation) ?? "", worker: attempt.worker.name, lane: attempt.lane,
                 attempt: attempt.attempt, readyAt: attempt.readyAt, start: attempt.start, end: attempt.end,
                 outcome: attempt.outcome, reason: attempt.reason?.description)
     }
 
     private func jobSummaries(now: Double) -> [JobSummary] {
         telemetry!.jobs.sorted { $0.key < $1.key }.compactMap { id, tracked in
-            guard let progress = core.progress(of: id) else { return nil }
+            guard let progress = state.core.progress(of: id) else { return nil }
             let counts = StateCounts(progress.counts)
             let elapsed = (tracked.finishedAt ?? now) - tracked.firstSeen
             let eta: Double? = progress.isFinished ? 0
                 : counts.finished > 0 && elapsed > 0 ? Double(counts.unfinished) / (Double(counts.finished) / elapsed) : nil
             return JobSummary(
-                id: id.rawValue, name: core.name(of: progress.firstOperation) ?? "", operations: progress.operationCount,
+                id: id.rawValue, name: state.core.name(of: progress.firstOperation) ?? "", operations: progress.operationCount,
                 counts: counts, isFinished: progress.isFinished, firstSeen: tracked.firstSeen,
                 finishedAt: tracked.finishedAt, etaSeconds: eta)
         }
     }
 
     private func queueSummaries() -> [QueueSummary] {
-        core.queueNames.compactMap { name in
-            guard let queue = core.queue(name) else { return nil }
+        state.core.queueNames.compactMap { name in
+            guard let queue = state.core.queue(name) else { return nil }
             let finished = telemetry!.finishedByQueue[name] ?? [0, 0, 0]
             return QueueSummary(
                 name: name, maxConcurrent: queue.maxConcurrent, isSuspended: queue.isSuspended,
@@ -325,8 +325,8 @@ extension Coordinator {
     }
 
     private func workerSummaries() -> [WorkerSummary] {
-        core.workerSnapshots.map { worker in
-            let registration = sessions[worker.id]?.registration
+        state.core.workerSnapshots.map { worker in
+            let registration = state.sessions[worker.id]?.registration
             return WorkerSummary(
                 id: worker.id.name, slots: worker.slots, used: worker.operations.count, labels: worker.labels,
                 queues: worker.queues.map { $0.sorted() }, lastSeen: worker.lastSeen,
@@ -338,7 +338,7 @@ extension Coordinator {
     private func failureSummaries() -> [FailureSummary] {
         telemetry!.failures.map { failure in
             var failure = failure
-            if let output = outputs[OperationID(failure.operation)] {
+            if let output = state.outputs[OperationID(failure.operation)] {
                 failure.stdoutTail = Coordinator.tail(output.stdout)
                 failure.stderrTail = Coordinator.tail(output.stderr)
                 failure.message = output.errorMessage

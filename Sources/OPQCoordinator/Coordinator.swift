@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import Foundation
 import Logging
 import OPQCore
 import OPQJournal
@@ -26,43 +27,19 @@ public final class Coordinator: @unchecked Sendable {
     let clientsSocket: Socket
     /// The ZAP handler admitting CURVE peers (nil without CURVE).
     let zap: ZAP?
-    /// The public keys admitted per socket (CURVE); reloaded on SIGHUP (``reload()``).
-    var authorizedKeys = AuthorizedKeys()
     /// The endpoint workers connect to, as bound (a `*` port resolved).
     public let workersEndpoint: String
     /// The endpoint clients connect to, as bound.
     public let clientsEndpoint: String
 
-    var core: Scheduler
+    /// Everything the coordinator knows and decides: the core, sessions, watchers, waiters, receipts,
+    /// the client backlog (``CoordinatorState``, a pure state machine). This class is its socket loop.
+    var state: CoordinatorState
     let clock = MonotonicClock()
-    var effects: [Effect] = []
-    /// Registered workers by name.
-    var sessions: [WorkerID: WorkerSession] = [:]
-    /// The worker each session's connection (routing id) belongs to.
-    var workerIdentities: [[UInt8]: WorkerID] = [:]
-    /// Orders to send each worker at the end of the turn.
-    var orders: [WorkerID: [Opq_V1_Order]] = [:]
-    /// Messages to send workers (Welcome, Disconnect, heartbeats) at the end of the turn.
-    var workerOutbox: [(WorkerID, Opq_V1_CoordinatorToWorker)] = []
-    /// Messages to send clients at the end of the turn, after the turn's effects are carried out.
-    var clientOutbox: [[[UInt8]]] = []
-    /// Messages clients could not take yet, retried every turn (``ClientOutbox``: never drops a reply
-    /// to an applied request; refuses requests from a client that does not read its replies).
-    var clientBacklog: ClientOutbox
-    var events: EventLog
-    var watchers: [Watcher.Key: Watcher] = [:]
-    var waiters: [Waiter] = []
-    var outputs: OutputStore
     /// Every byte of commands' output, in files (``OutputSpool``).
     let spool: OutputSpool
-    /// Receipts of submissions that carried an idempotency key.
-    var receipts: [String: SubmissionReceipt] = [:]
     /// The state directory and journal; nil when running without one.
     var durability: Durability?
-    /// True when something finished this turn (waiters need a look).
-    var somethingFinished = false
-    /// Identifies this coordinator instance to workers.
-    let instanceID: String
     /// Metrics and dashboard state, when snapshots are published (`Coordinator+Snapshot.swift`).
     var telemetry: Telemetry?
 
@@ -85,21 +62,24 @@ public final class Coordinator: @unchecked Sendable {
         configuration.recoveryGrace = max(configuration.recoveryGrace, coreConfiguration.workerTimeout + coreConfiguration.leaseMargin)
         self.configuration = configuration
         self.logger = logger
-        core = Scheduler(configuration: coreConfiguration)
-        events = EventLog(capacity: configuration.eventHistory, byteBudget: configuration.eventHistoryBytes)
-        outputs = OutputStore(budget: configuration.outputBudget)
-        clientBacklog = ClientOutbox(maxMessages: configuration.clientBacklogMessages, maxBytes: configuration.clientBacklogBytes)
-        instanceID = "\(getpid())-\(UInt64(MonotonicClock().now() * 1000))"
+        var core = Scheduler(configuration: coreConfiguration)
+        var recovered: RecoveredState?
         if let path = configuration.stateDirectory {
-            durability = try Coordinator.openState(path, configuration: configuration, core: &core, outputs: &outputs,
-                                                   receipts: &receipts, logger: logger)
+            (durability, recovered) = try Coordinator.openState(path, configuration: configuration, core: &core, logger: logger)
         }
+        state = CoordinatorState(configuration: configuration, core: core, instanceID: "\(getpid())-\(UInt64(MonotonicClock().now() * 1000))",
+                                 isDurable: durability != nil, logger: logger, makeSecret: Coordinator.randomSecret)
+        state.receipts = recovered?.receipts ?? [:]
+        state.jobFinishedAt = recovered?.jobFinishedAt ?? [:]
+        var outputs = OutputStore(budget: configuration.outputBudget)
+        try durability?.journal.forEachOutput { id, output in outputs.record(output, for: id) }
+        state.outputs = outputs
         spool = try OutputSpool(directory: configuration.stateDirectory.map { $0 + "/output" },
                                 capPerStream: UInt64(configuration.outputSpoolCap), budget: UInt64(configuration.outputSpoolBudget))
 
         context = try Context()
         if let curve = configuration.curve {
-            authorizedKeys = try AuthorizedKeys(loading: curve)
+            state.authorizedKeys = try AuthorizedKeys(loading: curve)
             zap = try ZAP(context: context)
         } else {
             zap = nil
@@ -173,7 +153,9 @@ public final class Coordinator: @unchecked Sendable {
         return stopping
     }
 
-    /// Runs the event loop until ``stop()``; then tells the workers and closes the sockets.
+    /// Runs the event loop until ``stop()``; then tells the workers and closes the sockets. Each turn:
+    /// poll until the next wake-up → hand each message to the state machine and carry out what it asks at
+    /// once → let time pass → finish the turn (journal, commit, sends) → publish telemetry.
     public func run() throws {
         var poller = Poller()
         let workers = try poller.add(workersSocket)
@@ -181,30 +163,26 @@ public final class Coordinator: @unchecked Sendable {
         let wake = poller.add(fileDescriptor: wakeRead)
         let zapItem = try zap.map { zap throws(ZMQError) in try poller.add(zap.socket) }
         logger.info("coordinator listening", metadata: ["workers": "\(workersEndpoint)", "clients": "\(clientsEndpoint)"])
-        startRecoveryGrace(now: clock.now())
+        state.startRecoveryGrace(now: clock.now())
+        var wakeAt = clock.now()
         while true {
-            try poller.poll(timeout: pollTimeout())
+            try poller.poll(timeout: max(0, Int(((wakeAt - clock.now()) * 1000).rounded(.up))))
             let now = clock.now()
+            state.wallTime = Date().timeIntervalSince1970
             if poller.isReadable(wake), wokenToStop(now: now) { break }
             if let zapItem, poller.isReadable(zapItem) { try answerZAP() }
             if poller.isReadable(workers) { try drain(workersSocket, now: now, handle: handleWorkerMessage) }
             if poller.isReadable(clients) { try drain(clientsSocket, now: now, handle: handleAuthenticatedClientMessage) }
-            core.tick(at: now)
-            checkRecoveryGrace(now: now)
-            dropLostSessions()
-            sendHeartbeats(now: now)
-            expireWaiters(now: now)
-            try flush(now: now)
+            state.tick(now: now)
+            wakeAt = try finishTurn(now: now)
             observeTurn(now: now)
+            if let publish = telemetry?.nextPublish { wakeAt = min(wakeAt, publish) }
         }
         try shutdown()
     }
 
     /// `ZMQ_BACKLOG` of both listening sockets (the kernel caps it at `net.core.somaxconn`).
     static let listenBacklog: Int32 = 4_096
-
-    /// Seconds between retries of replies a client could not take yet.
-    static let backlogRetryInterval = 0.01
 
     /// Handles up to `messagesPerTurn` messages waiting on `socket`, each with its connection's CURVE
     /// public key (the ZAP user id; nil without CURVE).
@@ -217,25 +195,24 @@ public final class Coordinator: @unchecked Sendable {
         }
     }
 
-    /// Milliseconds until the next deadline: the core's, a heartbeat, or a waiter's timeout.
-    private func pollTimeout() -> Int {
-        let now = clock.now()
-        var deadline = now + configuration.heartbeatInterval
-        if let next = core.nextDeadline { deadline = min(deadline, next) }
-        for session in sessions.values { deadline = min(deadline, session.lastSent + configuration.heartbeatInterval) }
-        for waiter in waiters { if let timeout = waiter.deadline { deadline = min(deadline, timeout) } }
-        if let recovery = durability?.recoveryDeadline { deadline = min(deadline, recovery) }
-        if !clientBacklog.isEmpty { deadline = min(deadline, now + Coordinator.backlogRetryInterval) }
-        if let publish = telemetry?.nextPublish { deadline = min(deadline, publish) }
-        return max(0, Int(((deadline - now) * 1000).rounded(.up)))
+    /// One message from a worker connection: the state machine handles it; its actions are carried out.
+    private func handleWorkerMessage(_ frames: [[UInt8]], peerKey: String?, now: Double) throws {
+        state.handleWorker(frames, peerKey: peerKey, now: now)
+        try perform(state.takeActions(), now: now)
+    }
+
+    /// Random bytes for a session secret.
+    static func randomSecret() -> [UInt8] {
+        var generator = SystemRandomNumberGenerator()
+        return (0..<CoordinatorState.sessionSecretBytes).map { _ in UInt8.random(in: 0...255, using: &generator) }
     }
 
     private func shutdown() throws {
-        logger.info("coordinator shutting down", metadata: ["workers": "\(sessions.count)"])
+        logger.info("coordinator shutting down", metadata: ["workers": "\(state.sessions.count)"])
         if try !absorbAndCommit() {
             logger.warning("journal disk still full: records not journaled are dropped (none was acknowledged; workers keep their finishes)")
         }
-        for session in sessions.values {
+        for session in state.sessions.values {
             var message = Opq_V1_CoordinatorToWorker()
             message.disconnect.reason = "coordinator shutting down"
             message.disconnect.code = .internal

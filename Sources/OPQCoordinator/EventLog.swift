@@ -13,6 +13,8 @@ struct LoggedEvent {
 
     let sequence: UInt64
     let kind: Kind
+    /// The message or timer it followed from.
+    var cause = Cause.start
 
     /// The event as the protocol carries it.
     var wire: Opq_V1_Event {
@@ -59,10 +61,10 @@ struct EventLog {
     /// Events kept now.
     var count: Int { recent.count }
 
-    /// Numbers and keeps an event; returns it.
-    mutating func append(_ kind: LoggedEvent.Kind) -> LoggedEvent {
+    /// Numbers and keeps an event, caused by `cause`; returns it.
+    mutating func append(_ kind: LoggedEvent.Kind, cause: Cause = .start) -> LoggedEvent {
         lastSequence += 1
-        let event = LoggedEvent(sequence: lastSequence, kind: kind)
+        let event = LoggedEvent(sequence: lastSequence, kind: kind, cause: cause)
         recent.append(event)
         bytes += event.cost
         // The newest event always stays, so `lastSequence` is always covered.

@@ -17,7 +17,7 @@ struct Waiter {
     let deadline: Double?
 }
 
-extension Coordinator {
+extension CoordinatorState {
     /// Whether `target` has finished.
     func isSatisfied(_ target: Waiter.Target) -> Bool {
         switch target {
@@ -39,22 +39,24 @@ extension Coordinator {
         }
     }
 
-    /// Answers every waiter whose target has finished.
-    func answerSatisfiedWaiters() {
-        guard !waiters.isEmpty else { return }
+    /// Takes every waiter whose target has finished; returns their answers (framed).
+    mutating func satisfiedWaits() -> [[[UInt8]]] {
+        guard !waiters.isEmpty else { return [] }
         var still: [Waiter] = []
+        var answers: [[[UInt8]]] = []
         for waiter in waiters {
             if isSatisfied(waiter.target) {
-                queueToClient(waitReply(waiter, timedOut: false), identity: waiter.identity)
+                if let frames = frame(waitReply(waiter, timedOut: false), identity: waiter.identity) { answers.append(frames) }
             } else {
                 still.append(waiter)
             }
         }
         waiters = still
+        return answers
     }
 
     /// Answers every waiter whose timeout has passed.
-    func expireWaiters(now: Double) {
+    mutating func expireWaiters(now: Double) {
         guard waiters.contains(where: { ($0.deadline ?? .infinity) <= now }) else { return }
         var still: [Waiter] = []
         for waiter in waiters {

@@ -79,7 +79,7 @@ extension Coordinator {
     func answerZAP() throws {
         guard let zap else { return }
         try zap.answer { request in
-            let verdict = authorizedKeys.decide(domain: request.domain, mechanism: request.mechanism, publicKey: request.curvePublicKey)
+            let verdict = state.authorizedKeys.decide(domain: request.domain, mechanism: request.mechanism, publicKey: request.curvePublicKey)
             if !verdict.admit {
                 logger.warning("refused a connection", metadata: [
                     "peer.address": "\(request.address)", "socket": "\(request.domain)", "reason": "\(verdict.reason)",
@@ -102,37 +102,27 @@ extension Coordinator {
             logger.error("cannot reload the authorized keys; keeping the previous ones", metadata: ["error": "\(error)"])
             return
         }
-        let revokedWorkers = authorizedKeys.revoked(.worker, in: newer)
-        authorizedKeys = newer
+        let revokedWorkers = state.authorizedKeys.revoked(.worker, in: newer)
+        state.authorizedKeys = newer
         logger.notice("reloaded the authorized keys", metadata: [
             "workers": "\(newer.workers.count)", "clients": "\(newer.clients.count)", "revoked.workers": "\(revokedWorkers.count)",
         ])
-        for (id, session) in sessions where !newer.admits(session.publicKey, as: .worker) {
-            revoke(id, session: session, now: now)
+        for (id, session) in state.sessions where !newer.admits(session.publicKey, as: .worker) {
+            state.revoke(id, session: session, now: now)
         }
-    }
-
-    /// Ends the session of a worker whose key is no longer authorized: lost for the core (fenced), told why.
-    func revoke(_ id: WorkerID, session: WorkerSession, now: Double) {
-        logger.warning("worker key revoked; disconnecting the worker", metadata: ["worker.id": "\(id)"])
-        core.workerLost(id, at: now)
-        endSession(id)
-        disconnect(connection: session.identity, "this worker's key is no longer authorized by the coordinator", code: .internal)
-    }
-
-    /// Whether a message from a peer whose connection was admitted as `peerKey` may be handled as `role`
-    /// now (always without CURVE). Its key may have been revoked since it connected.
-    func isAuthorized(_ peerKey: String?, as role: PeerRole) -> Bool {
-        configuration.curve == nil || authorizedKeys.admits(peerKey, as: role)
     }
 
     /// A client request, unless its key was revoked since it connected (then it is dropped: the client
     /// times out with "the coordinator did not accept this key").
     func handleAuthenticatedClientMessage(_ frames: [[UInt8]], peerKey: String?, now: Double) throws {
-        guard isAuthorized(peerKey, as: .client) else {
+        guard state.isAuthorized(peerKey, as: .client) else {
             logger.warning("dropped a request from a client whose key is not authorized", metadata: ["key": "\(peerKey ?? "none")"])
             return
         }
-        try handleClientMessage(frames, now: now)
+        if let request = state.decodeClient(frames) {
+            let refusal = try journalRefusal(of: request, bytes: frames.reduce(0) { $0 + $1.count })
+            state.handleClient(request, frames: frames, journalRefusal: refusal, now: now)
+        }
+        try perform(state.takeActions(), now: now)
     }
 }

@@ -1,7 +1,8 @@
 /// A state transition of one operation, as watchers see it (SEMANTICS §2).
 ///
-/// Events of one operation are emitted in order. The coordinator journals the `.dispatched` and
-/// `.finished` events (attempts and outcomes) besides the `.journal` records.
+/// Events of one operation are emitted in order. They are for watchers only: everything durable is a
+/// ``JournalRecord`` of its own (``Effect/journal(_:)``), so a change of what an event says never changes
+/// what the journal replays.
 public struct OperationEvent: Hashable, Sendable {
     /// The operation.
     public var operation: OperationID
@@ -48,7 +49,10 @@ public enum KillReason: UInt8, Sendable, CustomStringConvertible {
     }
 }
 
-/// An accepted change the coordinator must make durable before acknowledging it (SEMANTICS §10).
+/// A change the coordinator must make durable before acknowledging it or sending what follows from it
+/// (SEMANTICS §10): the client requests the core accepted, and what the workers caused (attempts,
+/// retries, requeues, finishes). The core is the only author of these records; the journal replays them
+/// through ``Scheduler/replay(_:at:)``.
 public enum JournalRecord: Sendable {
     /// A whole submission, with the ids it was given.
     case submitted(SubmissionReceipt, Submission)
@@ -62,6 +66,15 @@ public enum JournalRecord: Sendable {
     case dependency(OperationID, on: OperationID, added: Bool)
     /// A reconnecting worker took back a requeued attempt it was still running (no `.dispatched` event).
     case adopted(OperationID, attempt: Int, worker: WorkerID)
+    /// Attempt `attempt` of the operation was given to `worker` (a dispatch).
+    case attempt(OperationID, attempt: Int, worker: WorkerID)
+    /// The operation's attempt failed and it waits for a retry (its backoff is not journaled: a replayed
+    /// retry waits a fresh backoff).
+    case retry(OperationID, reason: FinishReason)
+    /// The operation's attempt went back to `ready` because its worker left or was lost.
+    case requeue(OperationID)
+    /// The operation finished, with the worker's report when a worker's report finished it.
+    case finished(OperationID, Outcome, FinishReason, report: AttemptReport?)
 }
 
 /// What the core asks its shell to do. The core never performs I/O itself.

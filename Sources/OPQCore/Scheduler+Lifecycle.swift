@@ -7,6 +7,7 @@ extension Scheduler {
     mutating func makeReady(_ index: Int, reason: FinishReason? = nil, report: AttemptReport? = nil) {
         setState(index, .ready)
         operations[index].worker = -1
+        if reason == .lostWorker { effects.append(.journal(.requeue(id(index)))) }
         notify(index, reason: reason, report: report)
         let queue = Int(operations[index].queue)
         if operations[index].work.isEmpty {
@@ -119,7 +120,9 @@ extension Scheduler {
         operations[index].attempt += 1
         operations[index].killReason = nil
         setState(index, .dispatched)
-        effects.append(.dispatch(id(index), attempt: Int(operations[index].attempt), worker: workers[worker].id))
+        let attempt = Int(operations[index].attempt)
+        effects.append(.journal(.attempt(id(index), attempt: attempt, worker: workers[worker].id)))
+        effects.append(.dispatch(id(index), attempt: attempt, worker: workers[worker].id))
         notify(index)
     }
 
@@ -183,6 +186,7 @@ extension Scheduler {
         operations[index].isWaitingForRetry = false
         operations[index].reason = reason
         setState(index, .finished, outcome: outcome)
+        effects.append(.journal(.finished(id(index), outcome, reason, report: report)))
         notify(index, reason: reason, report: report)
         operations[index].worker = -1
 
@@ -229,6 +233,7 @@ extension Scheduler {
         let deadline = now + backoff
         timers.insert(TimerEntry(deadline: deadline, index: UInt32(index), attempt: operations[index].attempt, kind: .retry))
         setState(index, .pending)
+        effects.append(.journal(.retry(id(index), reason: reason)))
         notify(index, reason: reason, report: report, retryAt: deadline)
     }
 }

@@ -13,11 +13,43 @@
 /// what it still holds stays its own, what it no longer holds gets a new attempt. ``endRecovery(at:)``
 /// (the shell's grace period) gives a new attempt to whatever recovering workers still hold.
 extension Scheduler {
+    /// Replays one journaled record (the one path for every record the core emits): a client request
+    /// through its ordinary method, what a worker caused as its recorded result. Returns the receipt a
+    /// replayed submission got (the journal checks it against the one it recorded), else nil. Throws the
+    /// core's refusal (a ``SubmissionError`` or ``RequestError``) of a record that does not apply.
+    @discardableResult
+    public mutating func replay(_ record: JournalRecord, at time: Timestamp) throws -> SubmissionReceipt? {
+        switch record {
+        case let .submitted(_, submission):
+            return try submit(submission, at: time)
+        case .cancelled(let ids):
+            try restoreCancel(ids, at: time)
+        case let .queueSettings(queue, max, suspended):
+            try configure(queue: queue, QueueSettings(maxConcurrent: max, isSuspended: suspended), at: time)
+        case let .priority(id, priority):
+            try setPriority(priority, of: id, at: time)
+        case let .dependency(id, on, added):
+            if added { try addDependency(id, on: on, at: time) } else { try removeDependency(id, on: on, at: time) }
+        case let .attempt(id, attempt, worker), let .adopted(id, attempt, worker):
+            try restoreAttempt(id, attempt: attempt, worker: worker, at: time)
+        case let .retry(id, reason):
+            try restoreRetry(id, reason: reason, at: time)
+        case .requeue(let id):
+            try restoreRequeue(id, at: time)
+        case let .finished(id, outcome, reason, _):
+            try restoreFinish(id, outcome: outcome, reason: reason, at: time)
+        }
+        return nil
+    }
+
     /// Replays a journaled cancel of `operations`: one operation as by ``cancel(_:at:)``, several as the
     /// snapshot of a job's or queue's cancel-all.
     public mutating func restoreCancel(_ operations: [OperationID], at time: Timestamp) throws(RequestError) {
         now = time
-        if operations.count == 1 { return try cancel(operations[0], at: time) }
+        if operations.count == 1 {
+            try cancel(operations[0], at: time)
+            return
+        }
         var snapshot: [Int] = []
         snapshot.reserveCapacity(operations.count)
         for operation in operations {

@@ -11,33 +11,41 @@ extension Scheduler {
 
     /// Cancels one operation. Not started → finished `cancelled` at once; dispatched or executing → the
     /// worker is told (it finishes when the worker reports); finished → nothing changes.
-    public mutating func cancel(_ operation: OperationID, at time: Timestamp) throws(RequestError) {
+    /// Returns what the cancel covered (the operation; journaled as such, whatever its state).
+    @discardableResult
+    public mutating func cancel(_ operation: OperationID, at time: Timestamp) throws(RequestError) -> [OperationID] {
         now = time
         guard let index = index(of: operation) else { throw .unknownOperation(operation) }
         effects.append(.journal(.cancelled([operation])))
         cancelOne(index)
         settle()
+        return [operation]
     }
 
-    /// Cancels every operation of `job` unfinished at this moment, barriers included.
-    public mutating func cancel(job: JobID, at time: Timestamp) throws(RequestError) {
+    /// Cancels every operation of `job` unfinished at this moment, barriers included, and returns them.
+    @discardableResult
+    public mutating func cancel(job: JobID, at time: Timestamp) throws(RequestError) -> [OperationID] {
         now = time
         guard let index = index(of: job) else { throw .unknownJob(job) }
         let record = jobs[index]
-        cancelAll((record.first..<record.first + record.count).filter { operations[$0].state != .finished })
+        return cancelAll((record.first..<record.first + record.count).filter { operations[$0].state != .finished })
     }
 
     /// Foundation's `cancelAllOperations()`: cancels every operation of `queue` unfinished at this
-    /// moment, barriers included; operations added afterwards are not affected.
-    public mutating func cancelAll(inQueue queue: String, at time: Timestamp) throws(RequestError) {
+    /// moment, barriers included; operations added afterwards are not affected. Returns them.
+    @discardableResult
+    public mutating func cancelAll(inQueue queue: String, at time: Timestamp) throws(RequestError) -> [OperationID] {
         now = time
         guard let queue = queueIndex[queue] else { throw .unknownQueue(queue) }
-        cancelAll(queues[queue].members.filter { operations[$0].state != .finished })
+        return cancelAll(queues[queue].members.filter { operations[$0].state != .finished })
     }
 
-    mutating func cancelAll(_ snapshot: [Int]) {
-        guard !snapshot.isEmpty else { return }
-        effects.append(.journal(.cancelled(snapshot.map(id))))
+    /// Cancels the operations of `snapshot` (all unfinished now) as one journaled cancel; returns their ids.
+    @discardableResult
+    mutating func cancelAll(_ snapshot: [Int]) -> [OperationID] {
+        guard !snapshot.isEmpty else { return [] }
+        let cancelled = snapshot.map(id)
+        effects.append(.journal(.cancelled(cancelled)))
         // Every not-started operation of the snapshot is marked before any of them finishes, so none is
         // released (and, if empty, run to success) by the cancel of one before it in the snapshot (§5).
         for index in snapshot where operations[index].state <= .ready {
@@ -45,6 +53,7 @@ extension Scheduler {
         }
         for index in snapshot where operations[index].state > .ready { cancelOne(index) }
         settle()
+        return cancelled
     }
 
     mutating func cancelOne(_ index: Int) {

@@ -94,6 +94,12 @@ public struct Submission: Sendable {
     public var operations: [OperationSpec]
     /// Queue settings applied atomically with the batch, before any of it is dispatched.
     public var queueSettings: [(queue: String, settings: QueueSettings)]
+    /// The submitter's idempotency key (empty = none): a resubmission with the same key is answered with
+    /// the first one's receipt. Carried in the core's `.submitted` record, so the journal keeps it.
+    public var idempotencyKey = ""
+    /// The request as the coordinator received it (its encoded bytes; empty when it was built in
+    /// process). The journal stores these bytes as they came, not a re-encoding.
+    public var received: [UInt8] = []
 
     /// Creates a submission.
     public init(_ operations: [OperationSpec], queueSettings: [(queue: String, settings: QueueSettings)] = []) {

@@ -39,26 +39,10 @@ extension Journal {
 
     private static func apply(_ entry: JournalEntry, to core: inout Scheduler, state: inout RecoveredState, at time: Timestamp) throws {
         switch entry {
-        case let .submitted(receipt, submission, key):
-            let replayed = try core.submit(submission, at: time)
-            guard replayed == receipt else { throw ReplayMismatch(recorded: receipt, replayed: replayed) }
+        case let .submitted(receipt, _, key):
+            let replayed = try core.replay(entry.record!, at: time)
+            guard replayed == receipt else { throw ReplayMismatch(recorded: receipt, replayed: replayed ?? receipt) }
             if !key.isEmpty { state.receipts[key] = receipt }
-        case .cancelled(let ids):
-            try core.restoreCancel(ids, at: time)
-        case let .queueSettings(queue, max, suspended):
-            try core.configure(queue: queue, QueueSettings(maxConcurrent: max, isSuspended: suspended), at: time)
-        case let .priority(id, priority):
-            try core.setPriority(priority, of: id, at: time)
-        case let .dependency(id, on, added):
-            if added { try core.addDependency(id, on: on, at: time) } else { try core.removeDependency(id, on: on, at: time) }
-        case let .attempt(id, attempt, worker):
-            try core.restoreAttempt(id, attempt: attempt, worker: worker, at: time)
-        case let .retry(id, reason):
-            try core.restoreRetry(id, reason: reason, at: time)
-        case .requeue(let id):
-            try core.restoreRequeue(id, at: time)
-        case let .finished(id, outcome, reason):
-            try core.restoreFinish(id, outcome: outcome, reason: reason, at: time)
         case let .jobFinished(job, finishedAt):
             state.jobFinishedAt[job] = finishedAt
         case .pruned(let pruned):
@@ -67,6 +51,8 @@ extension Journal {
             guard let pruned = core.prune(job: job) else { throw RequestError.unknownJob(job) }
             state.jobFinishedAt[job] = nil
             state.garbage.add([pruned])
+        case .cancelled, .queueSettings, .priority, .dependency, .attempt, .retry, .requeue, .finished:
+            try core.replay(entry.record!, at: time)
         }
     }
 }

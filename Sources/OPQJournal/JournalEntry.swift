@@ -31,45 +31,53 @@ public enum JournalEntry: Sendable {
     /// the next compaction replaces its records by a ``pruned(_:)`` entry (see ``Journal/forget(_:)``).
     case forgotten(JobID)
 
-    /// The entry for one of the core's effects, or nil when the effect changes nothing durable: the
-    /// core's journal records, and the events that show what workers caused (an attempt dispatched, a
-    /// failed attempt waiting for its retry, an attempt requeued, a finish). `key` is the idempotency key
-    /// of a submission; `time` (seconds since 1970) stamps a finished job.
+    /// The entry for one of the core's effects, or nil when the effect changes nothing durable. Only the
+    /// core's own records are journaled (``Effect/journal(_:)``, and ``Effect/jobFinished(_:)``, stamped
+    /// with `time`, seconds since 1970): nothing is inferred from the events watchers see. `key`, when
+    /// not empty, replaces a submission's own idempotency key.
     public init?(_ effect: Effect, key: String = "", time: Double) {
         switch effect {
         case .journal(let record):
             self.init(record, key: key)
-        case .notify(let event):
-            switch event.state {
-            case .dispatched:
-                // A cancel's notification repeats the state; the attempt and the cancel are journaled already.
-                guard let worker = event.worker, !event.isCancelled else { return nil }
-                self = .attempt(event.operation, attempt: event.attempt, worker: worker)
-            case .finished:
-                self = .finished(event.operation, event.outcome ?? .succeeded, event.reason ?? .completed)
-            case .pending where event.retryAt != nil:
-                self = .retry(event.operation, reason: event.reason ?? .exitStatus)
-            case .ready where event.reason == .lostWorker:
-                self = .requeue(event.operation)
-            case .pending, .ready, .executing:
-                return nil
-            }
         case .jobFinished(let job):
             self = .jobFinished(job, time: time)
-        case .dispatch, .kill:
+        case .dispatch, .kill, .notify:
             return nil
         }
     }
 
-    /// The core's journal record as an entry (`key` for a submission).
+    /// The core's journal record as an entry (`key`, when not empty, replaces a submission's own key).
     public init(_ record: JournalRecord, key: String = "") {
         switch record {
-        case let .submitted(receipt, submission): self = .submitted(receipt, submission, key: key)
+        case let .submitted(receipt, submission):
+            var submission = submission
+            if !key.isEmpty { submission.idempotencyKey = key }
+            self = .submitted(receipt, submission, key: submission.idempotencyKey)
         case let .cancelled(ids): self = .cancelled(ids)
         case let .queueSettings(queue, max, suspended): self = .queueSettings(queue: queue, maxConcurrent: max, isSuspended: suspended)
         case let .priority(id, priority): self = .priority(id, priority)
         case let .dependency(id, on, added): self = .dependency(id, on: on, added: added)
-        case let .adopted(id, attempt, worker): self = .attempt(id, attempt: attempt, worker: worker)
+        case let .adopted(id, attempt, worker), let .attempt(id, attempt, worker): self = .attempt(id, attempt: attempt, worker: worker)
+        case let .retry(id, reason): self = .retry(id, reason: reason)
+        case .requeue(let id): self = .requeue(id)
+        case let .finished(id, outcome, reason, _): self = .finished(id, outcome, reason)
+        }
+    }
+
+    /// The core record this entry replays as (``Scheduler/replay(_:at:)``), or nil for the entries the
+    /// journal handles itself (job ends, prunes).
+    var record: JournalRecord? {
+        switch self {
+        case let .submitted(receipt, submission, _): .submitted(receipt, submission)
+        case let .cancelled(ids): .cancelled(ids)
+        case let .queueSettings(queue, max, suspended): .queueSettings(queue: queue, maxConcurrent: max, isSuspended: suspended)
+        case let .priority(id, priority): .priority(id, priority)
+        case let .dependency(id, on, added): .dependency(id, on: on, added: added)
+        case let .attempt(id, attempt, worker): .attempt(id, attempt: attempt, worker: worker)
+        case let .retry(id, reason): .retry(id, reason: reason)
+        case .requeue(let id): .requeue(id)
+        case let .finished(id, outcome, reason): .finished(id, outcome, reason, report: nil)
+        case .jobFinished, .pruned, .forgotten: nil
         }
     }
 }
@@ -77,6 +85,8 @@ public enum JournalEntry: Sendable {
 /// The kind byte that starts an encoded entry.
 enum EntryKind: UInt8 {
     case submitted = 1, cancelled, queueSettings, priority, dependency, attempt, retry, requeue, finished, jobFinished, pruned, forgotten
+    /// A submission stored as the coordinator received it: the bytes are its whole `ClientRequest`.
+    case submittedRequest
 }
 
 extension JournalEntry {
@@ -85,12 +95,17 @@ extension JournalEntry {
     func encode(into out: inout EntryWriter) throws {
         switch self {
         case let .submitted(receipt, submission, key):
-            out.kind(.submitted)
+            // As received when the coordinator got it as bytes; built in process (tests, tools), encoded here.
+            out.kind(submission.received.isEmpty ? .submitted : .submittedRequest)
             out.varint(receipt.job.rawValue)
             out.varint(receipt.operations.first?.rawValue ?? 0)
             out.varint(UInt64(receipt.operations.count))
             out.text(key)
-            out.bytes(try Opq_V1_Submit(submission, idempotencyKey: key).serializedBytes())
+            if submission.received.isEmpty {
+                out.bytes(try Opq_V1_Submit(submission, idempotencyKey: key).serializedBytes())
+            } else {
+                out.bytes(submission.received)
+            }
         case .cancelled(let ids):
             out.kind(.cancelled)
             out.varint(UInt64(ids.count))
@@ -147,17 +162,26 @@ extension JournalEntry {
         guard let kind = EntryKind(rawValue: kindByte) else { throw DecodeProblem("unknown record kind \(kindByte)") }
         func op() throws(DecodeProblem) -> OperationID { OperationID(try input.varint()) }
         switch kind {
-        case .submitted:
+        case .submitted, .submittedRequest:
             let job = JobID(try input.varint())
             let first = try input.varint()
             let count = try input.varint()
             let key = try input.text()
             let bytes = try input.bytes()
-            guard count < 1 << 40, let submit = try? Opq_V1_Submit(serializedBytes: bytes) else {
-                throw DecodeProblem("a submission that does not decode")
+            let submit: Opq_V1_Submit?
+            if kind == .submitted {
+                submit = try? Opq_V1_Submit(serializedBytes: bytes)
+            } else if let request = try? Opq_V1_ClientRequest(serializedBytes: bytes), case .submit(let body) = request.body {
+                submit = body
+            } else {
+                submit = nil
             }
+            guard count < 1 << 40, let submit else { throw DecodeProblem("a submission that does not decode") }
             let receipt = SubmissionReceipt(job: job, operations: (0..<count).map { OperationID(first + $0) })
-            return .submitted(receipt, Submission(submit), key: key)
+            var submission = Submission(submit)
+            submission.idempotencyKey = key
+            if kind == .submittedRequest { submission.received = bytes }
+            return .submitted(receipt, submission, key: key)
         case .cancelled:
             let count = try input.varint()
             guard count <= UInt64(input.remaining) else { throw DecodeProblem("a cancel with a malformed id list") }

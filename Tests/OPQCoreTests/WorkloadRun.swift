@@ -20,6 +20,8 @@ struct WorkloadRun {
     var finishedJobs: Set<Int> = []
     /// Operations seen finished and equal in both; they can no longer change, so they are checked only in full sweeps.
     var verifiedFinished: [Bool] = []
+    /// Every durable record the core emitted so far, in order (what the journal would hold).
+    var records: [JournalRecord] = []
 
     init(seed: UInt64) {
         self.seed = seed
@@ -40,7 +42,8 @@ struct WorkloadRun {
             recent.append(event)
             if recent.count > 16 { recent.removeFirst() }
             if traceAll { print("[\(step)] \(event)") }
-            if let problem = apply(event) ?? check(full: step % 25 == 0 || step == count) {
+            if let problem = apply(event) ?? check(full: step % 25 == 0 || step == count)
+                ?? (replayIsDue || step == count ? replayAgrees() : nil) {
                 return report(problem)
             }
         }
@@ -201,8 +204,8 @@ struct WorkloadRun {
                 kills.append("kill \(id.rawValue)#\(attempt)@\(worker) \(reason)")
             case .jobFinished(let job):
                 if !finishedJobs.insert(Int(job.rawValue)).inserted { return "\(job) finished twice" }
-            case .journal:
-                break
+            case .journal(let record):
+                records.append(record)
             }
         }
         if kills.sorted() != model.kills.sorted() { return "kills: core \(kills), model \(model.kills)" }

@@ -1,22 +1,32 @@
 import Logging
 import OPQCore
 import OPQWire
-import ZeroMQ
 
-extension Coordinator {
-    /// One request from a client. A request that does not decode gets an error reply (request id 0 when
-    /// even that could not be read); the coordinator keeps serving everyone else.
-    func handleClientMessage(_ frames: [[UInt8]], now: Double) throws {
-        guard let identity = frames.first, !identity.isEmpty else { return }
-        let request: Opq_V1_ClientRequest
+extension CoordinatorState {
+    /// Decodes one request from a client. A request that does not decode gets an error reply (request id
+    /// 0 when even that could not be read) and nil; the coordinator keeps serving everyone else.
+    mutating func decodeClient(_ frames: [[UInt8]]) -> Opq_V1_ClientRequest? {
+        guard let identity = frames.first, !identity.isEmpty else { return nil }
         do {
-            (_, request, _) = try Frames.decodeRouted(frames, as: Opq_V1_ClientRequest.self)
+            return try Frames.decodeRouted(frames, as: Opq_V1_ClientRequest.self).message
         } catch {
             logger.info("malformed request from client", metadata: ["error": "\(error)"])
-            refuseNow(Coordinator.requestID(in: frames), Opq_V1_Error(error), identity: identity)
-            return
+            refuseNow(Self.requestID(in: frames), Opq_V1_Error(error), identity: identity)
+            return nil
         }
+    }
+
+    /// One decoded request from a client, as it came in `frames`. `journalRefusal` is the loop's answer
+    /// to whether the journal can take it now (nil = it can, or it is a read).
+    mutating func handleClient(_ request: Opq_V1_ClientRequest, frames: [[UInt8]], journalRefusal: Opq_V1_Error?, now: Double) {
+        let identity = frames[0]
         let id = request.requestID
+        switch request.body {
+        case .submit: begin(.submit)
+        case .cancel: begin(.cancel)
+        case .heartbeat: break
+        default: begin(.clientRequest)
+        }
         if clientBacklog.isFull(identity) {
             if case .heartbeat = request.body { return }
             // Refused before it is applied: the client is not reading its replies (ClientOutbox's policy).
@@ -31,20 +41,16 @@ extension Coordinator {
         }
         func reply(_ fill: (inout Opq_V1_Reply) -> Void) { queueToClient(.reply(id, fill), identity: identity) }
         func refuse(_ error: RequestError) { queueToClient(.reply(id, error: Opq_V1_Error(error)), identity: identity) }
-        if let full = try journalRefusal(of: request, bytes: frames.reduce(0) { $0 + $1.count }) {
+        if let full = journalRefusal {
             return queueToClient(.reply(id, error: full), identity: identity)
         }
 
         switch request.body {
         case .submit(let submit):
-            self.submit(submit, requestID: id, identity: identity, now: now)
+            self.submit(submit, received: frames[2], requestID: id, identity: identity, now: now)
         case .cancel(let cancel):
             do {
-                let before = core.effects.count
-                try self.cancel(cancel, now: now)
-                let cancelled = core.effects[before...].flatMap { effect -> [OperationID] in
-                    if case .journal(.cancelled(let ids)) = effect { ids } else { [] }
-                }
+                let cancelled = try self.cancel(cancel, now: now)
                 reply { $0.cancelled.operations = cancelled.map(\.rawValue) }
             } catch { refuse(error) }
         case .setQueue(let settings):
@@ -96,13 +102,11 @@ extension Coordinator {
         case .wait(let wait):
             self.wait(wait, requestID: id, identity: identity, now: now)
         case .prune(let prune):
-            try self.prune(prune, requestID: id, identity: identity)
+            actions.append(.prune(prune, requestID: id, identity: identity))
         case .readOutput(let read):
             let operation = OperationID(read.operation)
             guard core.operation(operation) != nil else { return refuse(.unknownOperation(operation)) }
-            var (slice, bytes) = spool.read(operation, read.stream, offset: read.offset, maxBytes: read.maxBytes)
-            if !bytes.isEmpty { slice.frame = 1 }
-            queueToClient(.reply(id) { $0.output = slice }, raw: bytes.isEmpty ? [] : [bytes], identity: identity)
+            actions.append(.readOutput(read, requestID: id, identity: identity))
         case .heartbeat, nil:
             break
         }
@@ -114,18 +118,19 @@ extension Coordinator {
         return request.requestID
     }
 
-    private func submit(_ submit: Opq_V1_Submit, requestID: UInt64, identity: [UInt8], now: Double) {
+    /// A submission; `received` is the request's bytes as they came, which the journal stores.
+    private mutating func submit(_ submit: Opq_V1_Submit, received: [UInt8], requestID: UInt64, identity: [UInt8], now: Double) {
         let key = submit.idempotencyKey
         if !key.isEmpty, let receipt = receipts[key] {
             queueToClient(.reply(requestID) { $0.submitted = Opq_V1_SubmitAccepted(receipt, duplicate: true) }, identity: identity)
             return
         }
         do {
-            let receipt = try core.submit(Submission(submit), at: now)
-            if !key.isEmpty {
-                receipts[key] = receipt
-                durability?.pendingKeys[receipt.job] = key
-            }
+            var submission = Submission(submit)
+            submission.idempotencyKey = key
+            submission.received = received
+            let receipt = try core.submit(submission, at: now)
+            if !key.isEmpty { receipts[key] = receipt }
             logger.info("job accepted", metadata: ["job.id": "\(receipt.job)", "operations": "\(receipt.operations.count)"])
             queueToClient(.reply(requestID) { $0.submitted = Opq_V1_SubmitAccepted(receipt) }, identity: identity)
         } catch {
@@ -134,17 +139,21 @@ extension Coordinator {
         }
     }
 
-    private func cancel(_ cancel: Opq_V1_Cancel, now: Double) throws(RequestError) {
+    /// Carries out a cancel; returns what it cancelled, as the core says.
+    private mutating func cancel(_ cancel: Opq_V1_Cancel, now: Double) throws(RequestError) -> [OperationID] {
         switch cancel.target {
-        case .operation(let id): try core.cancel(OperationID(id), at: now)
-        case .job(let id): try core.cancel(job: JobID(id), at: now)
-        case .queue(let name): try core.cancelAll(inQueue: name.isEmpty ? "default" : name, at: now)
-        case .all: for queue in core.queueNames { try core.cancelAll(inQueue: queue, at: now) }
-        case nil: break
+        case .operation(let id): return try core.cancel(OperationID(id), at: now)
+        case .job(let id): return try core.cancel(job: JobID(id), at: now)
+        case .queue(let name): return try core.cancelAll(inQueue: name.isEmpty ? "default" : name, at: now)
+        case .all:
+            var cancelled: [OperationID] = []
+            for queue in core.queueNames { cancelled += try core.cancelAll(inQueue: queue, at: now) }
+            return cancelled
+        case nil: return []
         }
     }
 
-    private func wait(_ wait: Opq_V1_Wait, requestID: UInt64, identity: [UInt8], now: Double) {
+    private mutating func wait(_ wait: Opq_V1_Wait, requestID: UInt64, identity: [UInt8], now: Double) {
         let target: Waiter.Target
         switch wait.target {
         case .operation(let id):

@@ -1,13 +1,13 @@
 import OPQCore
 import OPQWire
 
-extension Coordinator {
+extension CoordinatorState {
     /// Page size when a listing names none.
     static let defaultPage = 1_000
 
     func listJobs(_ list: Opq_V1_ListJobs) -> Opq_V1_JobList {
         var result = Opq_V1_JobList()
-        let limit = list.limit == 0 ? Coordinator.defaultPage : Int(list.limit)
+        let limit = list.limit == 0 ? CoordinatorState.defaultPage : Int(list.limit)
         // `after` is any UInt64 from outside: the cursor never goes past the last job, so it cannot overflow.
         guard list.after < UInt64(core.jobCount) else { return result }
         var next = list.after + 1
@@ -29,7 +29,7 @@ extension Coordinator {
 
     func listOperations(_ list: Opq_V1_ListOperations) -> Opq_V1_OperationList {
         var result = Opq_V1_OperationList()
-        let limit = list.limit == 0 ? Coordinator.defaultPage : Int(list.limit)
+        let limit = list.limit == 0 ? CoordinatorState.defaultPage : Int(list.limit)
         let states = Set(list.states.compactMap(OperationState.init))
         let candidates: [OperationID]
         if list.job != 0 {
@@ -66,7 +66,7 @@ extension Coordinator {
     }
 
     /// Starts an event stream: the reply, then a snapshot (or a replay from `resume_after`), then events.
-    func watch(_ watch: Opq_V1_Watch, requestID: UInt64, identity: [UInt8]) {
+    mutating func watch(_ watch: Opq_V1_Watch, requestID: UInt64, identity: [UInt8]) {
         let scope: Watcher.Scope
         switch watch.scope {
         case .job(let id):
@@ -122,7 +122,7 @@ extension Coordinator {
         var parts: [Opq_V1_CoordinatorToClient] = []
         var start = 0
         repeat {
-            let end = min(operations.count, start + Coordinator.defaultPage)
+            let end = min(operations.count, start + CoordinatorState.defaultPage)
             var part = Opq_V1_CoordinatorToClient()
             part.snapshot.watch = watch
             part.snapshot.sequence = events.lastSequence

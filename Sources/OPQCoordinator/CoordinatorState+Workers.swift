@@ -3,7 +3,6 @@ import Logging
 import OPQCore
 import OPQJournal
 import OPQWire
-import ZeroMQ
 
 /// A registered worker as the coordinator's shell sees it: one session, bound to one connection.
 ///
@@ -40,12 +39,12 @@ struct WorkerSession {
     var reportsDurable: UInt64 = 0
 }
 
-extension Coordinator {
+extension CoordinatorState {
     /// Bytes in a session secret.
     static let sessionSecretBytes = 16
 
     /// One message from a worker connection, admitted with the CURVE public key `peerKey` (nil without CURVE).
-    func handleWorkerMessage(_ frames: [[UInt8]], peerKey: String?, now: Double) throws {
+    mutating func handleWorker(_ frames: [[UInt8]], peerKey: String?, now: Double) {
         guard let identity = frames.first, !identity.isEmpty else { return }
         guard isAuthorized(peerKey, as: .worker) else {
             // Its key was revoked (SIGHUP) after it connected.
@@ -62,6 +61,12 @@ extension Coordinator {
             logger.warning("malformed message from worker", metadata: ["worker.id": "\(id)", "error": "\(error)"])
             disconnect(connection: identity, error.description, code: error.isProtocolMismatch ? .unsupportedProtocol : .malformedMessage)
             return
+        }
+        switch message.body {
+        case .register: begin(.workerRegister)
+        case .heartbeat: begin(.workerHeartbeat)
+        case .goodbye: begin(.workerGoodbye)
+        case .reports, nil: begin(.workerReport)
         }
         if case .register(let register) = message.body {
             self.register(identity, register, peerKey: peerKey, leaseRequest: message.leaseRequest, now: now)
@@ -97,12 +102,12 @@ extension Coordinator {
     }
 
     /// Notes that the session `id` was heard from: its lease request is echoed from now on.
-    private func heard(from id: WorkerID, leaseRequest: UInt64, now: Double) {
+    private mutating func heard(from id: WorkerID, leaseRequest: UInt64, now: Double) {
         sessions[id]?.lastHeard = now
         if leaseRequest > sessions[id]?.leaseRequest ?? 0 { sessions[id]?.leaseRequest = leaseRequest }
     }
 
-    private func register(_ identity: [UInt8], _ register: Opq_V1_Register, peerKey: String?, leaseRequest: UInt64, now: Double) {
+    private mutating func register(_ identity: [UInt8], _ register: Opq_V1_Register, peerKey: String?, leaseRequest: UInt64, now: Double) {
         let id = WorkerID(register.workerName)
         if let registered = workerIdentities[identity], registered != id, sessions[registered]?.identity == identity {
             disconnect(connection: identity, "this connection is registered as worker '\(registered)': a worker keeps its name",
@@ -125,8 +130,7 @@ extension Coordinator {
             if session.identity != identity { workerIdentities[session.identity] = nil }
         } else {
             if let stale = sessions[id] { workerIdentities[stale.identity] = nil }
-            var generator = SystemRandomNumberGenerator()
-            secret = (0..<Self.sessionSecretBytes).map { _ in UInt8.random(in: 0...255, using: &generator) }
+            secret = makeSecret()
         }
         let handle = core.workerJoined(
             id, slots: Int(register.slots), queues: register.queueSet, labels: register.labels,
@@ -151,7 +155,7 @@ extension Coordinator {
     /// Refuses a registration under the name of a live session that it cannot prove to be: an impostor,
     /// a second worker started with the same name, or a restarted worker whose old session is not
     /// declared lost yet (it retries after `retry_after_seconds`).
-    private func refuseNameInUse(_ identity: [UInt8], session: WorkerSession, now: Double, reason: String? = nil) {
+    private mutating func refuseNameInUse(_ identity: [UInt8], session: WorkerSession, now: Double, reason: String? = nil) {
         let timeout = configuration.heartbeatInterval * Double(configuration.liveness)
         let retryAfter = max(0, session.lastHeard + timeout - now) + core.configuration.leaseMargin
         let holder = session.registration
@@ -164,7 +168,7 @@ extension Coordinator {
         message.disconnect.reason = reason
         message.disconnect.code = .workerNameInUse
         message.disconnect.retryAfterSeconds = retryAfter
-        send(message, toConnection: identity)
+        actions.append(.toConnection(identity, message))
     }
 
     /// Compares a presented secret with the session's in constant time.
@@ -177,7 +181,7 @@ extension Coordinator {
 
     static func seconds(_ value: Double) -> String { String(format: "%.1f s", value) }
 
-    private func report(_ item: Opq_V1_Report, raw: [[UInt8]], from session: WorkerSession, now: Double) {
+    private mutating func report(_ item: Opq_V1_Report, raw: [[UInt8]], from session: WorkerSession, now: Double) {
         switch item.kind {
         case .started(let attempt):
             core.started(attempt.operationID, attempt: Int(attempt.attempt), worker: session.handle, at: now)
@@ -195,8 +199,8 @@ extension Coordinator {
                 stderr: finished.hasStderr ? finished.stderr.bytes(in: raw) : [], stderrTotal: finished.stderr.totalBytes,
                 errorMessage: finished.errorMessage, worker: session.id.name, endedAt: now)
             outputs.record(output, for: id)
-            spool.finished(id, attempt: finished.attempt, totals: [finished.stdout.totalBytes, finished.stderr.totalBytes])
-            if output.isWorthJournaling { durability?.journal.append(output: output, of: id) }
+            actions.append(.spoolFinished(id, attempt: finished.attempt, totals: [finished.stdout.totalBytes, finished.stderr.totalBytes]))
+            if isDurable, output.isWorthJournaling { actions.append(.journalOutput(output, of: id)) }
         case .progress(let progress):
             core.heartbeat(from: session.handle, at: now)
             // Only the worker running that attempt may report its progress: anything else (unknown,
@@ -205,7 +209,7 @@ extension Coordinator {
                 logger.debug("stale progress ignored", metadata: ["operation.id": "\(progress.operation)", "worker.id": "\(session.id)"])
                 return
             }
-            let event = events.append(.progress(progress))
+            let event = events.append(.progress(progress), cause: cause)
             route(event, job: nil, operation: OperationID(progress.operation))
         case .output(let chunk):
             // Only the worker running that attempt may add to its output.
@@ -213,23 +217,22 @@ extension Coordinator {
                 logger.debug("stale output ignored", metadata: ["operation.id": "\(chunk.operation)", "worker.id": "\(session.id)"])
                 return
             }
-            spool.write(chunk, bytes: chunk.bytes(in: raw))
-            if let error = spool.takeError() { logger.warning("output spool", metadata: ["error": "\(error)"]) }
+            actions.append(.spoolOutput(chunk, bytes: chunk.bytes(in: raw)))
         case nil:
             break
         }
     }
 
     /// Tells the connection `identity` why it is dropped, at once (it may belong to no session).
-    func disconnect(connection identity: [UInt8], _ reason: String, code: Opq_V1_ErrorCode) {
+    mutating func disconnect(connection identity: [UInt8], _ reason: String, code: Opq_V1_ErrorCode) {
         var message = Opq_V1_CoordinatorToWorker()
         message.disconnect.reason = reason
         message.disconnect.code = code
-        send(message, toConnection: identity)
+        actions.append(.toConnection(identity, message))
     }
 
     /// Forgets session `id` and its connection.
-    func endSession(_ id: WorkerID) {
+    mutating func endSession(_ id: WorkerID) {
         if let session = sessions.removeValue(forKey: id), workerIdentities[session.identity] == id {
             workerIdentities[session.identity] = nil
         }
@@ -237,7 +240,7 @@ extension Coordinator {
 
     /// Forgets sessions of workers the core declared lost; they are told to register again (with no
     /// lease echo: a lost worker's lease is not renewed).
-    func dropLostSessions() {
+    mutating func dropLostSessions() {
         for (id, session) in sessions where !core.isLive(session.handle) {
             logger.warning("worker lost", metadata: ["worker.id": "\(id)"])
             endSession(id)
@@ -250,43 +253,33 @@ extension Coordinator {
     }
 
     /// Sends a heartbeat to every worker that has been sent nothing for an interval.
-    func sendHeartbeats(now: Double) {
+    mutating func sendHeartbeats(now: Double) {
         for (id, session) in sessions where session.lastSent + configuration.heartbeatInterval <= now {
             workerOutbox.append((id, .heartbeat))
         }
     }
 
-    /// Sends `message` to worker `id` on its session's connection now, acknowledging its durable reports
-    /// and echoing its lease request. Returns false when the worker cannot take it (no session, gone or
-    /// saturated).
-    @discardableResult
-    func send(_ message: Opq_V1_CoordinatorToWorker, to id: WorkerID) -> Bool {
-        guard let session = sessions[id] else {
-            logger.debug("no session to send to", metadata: ["worker.id": "\(id)"])
-            return false
-        }
-        var message = message
-        message.reportsDurable = session.reportsDurable
-        message.leaseEcho = session.leaseRequest
-        guard send(message, toConnection: session.identity) else { return false }
-        sessions[id]?.lastSent = clock.now()
-        return true
+    /// A registered worker could not take a message: its attempts go back now, and its session is
+    /// dropped (it registers again if it comes back).
+    mutating func workerUnreachable(_ id: WorkerID, now: Double) {
+        guard sessions[id] != nil else { return }
+        begin(.sendFailed)
+        core.workerLost(id, at: now)
+        sessions[id] = nil
     }
 
-    /// Sends `message` to the connection with routing id `identity` now.
-    @discardableResult
-    func send(_ message: Opq_V1_CoordinatorToWorker, toConnection identity: [UInt8]) -> Bool {
-        do {
-            let frames = try Frames.encode(message, to: identity)
-            let result = try workersSocket.send(frames, flags: .dontWait)
-            guard result == .sent else {
-                logger.warning("worker unreachable", metadata: ["worker.id": "\(workerIdentities[identity].map { "\($0)" } ?? "unregistered")", "result": "\(result)"])
-                return false
-            }
-            return true
-        } catch {
-            logger.error("cannot send to worker", metadata: ["error": "\(error)"])
-            return false
-        }
+    /// Ends the session of a worker whose key is no longer authorized: lost for the core (fenced), told why.
+    mutating func revoke(_ id: WorkerID, session: WorkerSession, now: Double) {
+        begin(.keyRevoked)
+        logger.warning("worker key revoked; disconnecting the worker", metadata: ["worker.id": "\(id)"])
+        core.workerLost(id, at: now)
+        endSession(id)
+        disconnect(connection: session.identity, "this worker's key is no longer authorized by the coordinator", code: .internal)
+    }
+
+    /// Whether a message from a peer whose connection was admitted as `peerKey` may be handled as `role`
+    /// now (always without CURVE). Its key may have been revoked since it connected.
+    func isAuthorized(_ peerKey: String?, as role: PeerRole) -> Bool {
+        configuration.curve == nil || authorizedKeys.admits(peerKey, as: role)
     }
 }
