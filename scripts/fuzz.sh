@@ -10,8 +10,8 @@
 #   --smoke        what CI runs: 5 s per libFuzzer target, 20,000 coordinator messages
 #   --seconds N    libFuzzer time per target (default 300)
 #   --messages N   coordinator messages (default 1,000,000; OPQ_FUZZ_MESSAGES)
-# The coordinator test also reads OPQ_FUZZ_SEED, OPQ_FUZZ_BATCH, OPQ_FUZZ_AVOID (e.g. `none` once the
-# crashes of issue 11 are fixed) and OPQ_FUZZ_MAX_RSS_MB; it needs `swift build --build-tests` first.
+# The coordinator test also reads OPQ_FUZZ_SEED, OPQ_FUZZ_BATCH, OPQ_FUZZ_AVOID (default none: prunes and
+# disconnects included) and OPQ_FUZZ_MAX_RSS_MB; it needs `swift build --build-tests` first.
 # A libFuzzer crash leaves its input in Fuzz/.build/crashes/; replay it with the command printed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
