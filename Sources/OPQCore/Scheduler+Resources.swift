@@ -87,6 +87,22 @@ extension Scheduler {
         return .resourcesBusy(needs: needs)
     }
 
+    /// For each ready heap of `queue` whose operations no live worker serving it is large enough for: its
+    /// first operation in line, how many more wait with it, and why (``QueueSnapshot/tooLarge``).
+    /// - Complexity: O(w) per heap, plus O(entries) of each heap that is too large.
+    func tooLarge(inQueue queue: Int) -> [String] {
+        var lines: [String] = []
+        for heap in queues[queue].heaps where heap.live > 0 {
+            let eligible = liveWorkers.filter { workers[$0].servesQueue[queue] && workers[$0].fitsPlacement[Int(heap.placement)] }
+            let live = heap.heap.unordered.filter { operations[Int($0.index)].heapToken == $0.token }
+            guard !eligible.isEmpty, let first = live.min(),
+                  case let .tooLarge(needs, cpus, memory)? = resourceBlocker(of: Int(first.index), eligible: eligible, isInLine: false) else { continue }
+            let more = live.count > 1 ? " and \(live.count - 1) more" : ""
+            lines.append("\(id(Int(first.index)))\(more): " + Blocker.tooLargeText(needs, mostCpus: cpus, mostMemory: memory))
+        }
+        return lines
+    }
+
     /// What live worker `index` offers: its CPUs, and its memory (nil when it announced none).
     func capacity(of worker: Int) -> (cpus: Int, memory: Int?) {
         (workers[worker].cpus, workers[worker].memory == Int.max ? nil : workers[worker].memory)
