@@ -58,6 +58,9 @@ extension Scheduler {
         public var counts: OperationCounts
         /// Unfinished barriers.
         public var barriers: Int
+        /// Why ready operations of this queue wait for a larger worker than any live one (README
+        /// "Resources", R2), one line per size: "op-5 and 2 more: needs 16 cpus; the largest worker has 4 …".
+        public var tooLarge: [String] = []
     }
 
     /// Names of all queues, in creation order.
@@ -68,7 +71,7 @@ extension Scheduler {
         guard let index = queueIndex[name] else { return nil }
         let queue = queues[index]
         return QueueSnapshot(name: name, maxConcurrent: queue.maxConcurrent, isSuspended: queue.isSuspended,
-                             counts: queue.counts, barriers: queue.unfinishedBarriers.count)
+                             counts: queue.counts, barriers: queue.unfinishedBarriers.count, tooLarge: tooLarge(inQueue: index))
     }
 
     /// Foundation's `operations`: the queue's unfinished operations in submission order, barriers excluded.

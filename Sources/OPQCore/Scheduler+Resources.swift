@@ -87,6 +87,24 @@ extension Scheduler {
         return .resourcesBusy(needs: needs)
     }
 
+    /// For each ready heap of `queue` whose operations no live worker serving it is large enough for: its
+    /// first operation in line, how many more wait with it, and why (``QueueSnapshot/tooLarge``).
+    /// - Complexity: O(w) per heap with ready operations; O(entries) more for a too-large heap whose top
+    ///   entry is stale (the dispatch loop drops stale tops, so that is rare).
+    func tooLarge(inQueue queue: Int) -> [String] {
+        var lines: [String] = []
+        for heap in queues[queue].heaps where heap.live > 0 {
+            let eligible = liveWorkers.filter { workers[$0].servesQueue[queue] && workers[$0].fitsPlacement[Int(heap.placement)] }
+            guard !eligible.isEmpty, let top = heap.heap.min else { continue }
+            let isLive = { (entry: ReadyEntry) in self.operations[Int(entry.index)].heapToken == entry.token }
+            guard let first = isLive(top) ? top : heap.heap.unordered.filter(isLive).min(),
+                  case let .tooLarge(needs, cpus, memory)? = resourceBlocker(of: Int(first.index), eligible: eligible, isInLine: false) else { continue }
+            let more = heap.live > 1 ? " and \(heap.live - 1) more" : ""
+            lines.append("\(id(Int(first.index)))\(more): " + Blocker.tooLargeText(needs, mostCpus: cpus, mostMemory: memory))
+        }
+        return lines
+    }
+
     /// What live worker `index` offers: its CPUs, and its memory (nil when it announced none).
     func capacity(of worker: Int) -> (cpus: Int, memory: Int?) {
         (workers[worker].cpus, workers[worker].memory == Int.max ? nil : workers[worker].memory)

@@ -80,6 +80,7 @@ extension Opq_V1_QueueInfo {
         suspended = snapshot.isSuspended
         counts = Opq_V1_Counts(snapshot.counts)
         barriers = UInt64(snapshot.barriers)
+        tooLarge = snapshot.tooLarge
     }
 
     /// Foundation's `operationCount`: unfinished operations, barriers excluded.

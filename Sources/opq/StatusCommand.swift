@@ -83,6 +83,7 @@ struct StatusCommand: ParsableCommand {
         for queue in queues {
             let limit = queue.maxConcurrent < 0 ? "no limit" : "maxConcurrent \(queue.maxConcurrent)"
             print("  \(queue.name): \(limit)\(queue.suspended ? ", suspended" : "") — " + Self.describe(queue.counts))
+            for line in queue.tooLarge { print("    waiting: \(line)") }
         }
     }
 

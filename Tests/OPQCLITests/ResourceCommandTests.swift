@@ -69,6 +69,8 @@ import Testing
         let object = try #require(try JSONSerialization.jsonObject(with: Data(cluster.opq(["show", op, "--json"]).stdout.utf8)) as? [String: Any])
         let waiting = object["waiting"] as? [[String: Any]]
         #expect(waiting?.first?["kind"] as? String == "tooLarge", "\(object)")
+        let status = try cluster.opq(["status"]).stdout
+        #expect(status.contains("    waiting: \(op): " + expected), "\(status)")
         // opq-worker announced --slots 2 as its cpus, and the machine's memory.
         let workers = try cluster.opq(["workers"]).stdout
         #expect(workers.contains("w1") && workers.contains("; offers 2 cpus, ") && workers.contains(" of memory"), "\(workers)")

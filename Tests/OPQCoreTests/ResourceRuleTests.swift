@@ -127,6 +127,18 @@ private let gib = 1 << 30
         #expect(h.held["huge"]?.worker == "w3")
     }
 
+    @Test func ruleR2_theQueueSaysWhichReadyOperationsWaitForALargerWorker() throws {
+        var h = Harness()
+        try h.join("w", slots: 4, cpus: 4)
+        try h.submit([sized(op("h1"), cpus: 16), op("small"), sized(op("h2"), cpus: 16), sized(op("m1"), memory: gib),
+                      sized(op("h3"), cpus: 16)])
+        #expect(h.dispatchOrder == ["small", "m1"])
+        #expect(h.core.queue("default")?.tooLarge
+                    == ["op-1 and 2 more: needs 16 cpus; the largest worker has 4 (it waits until a worker that large registers)"])
+        try h.join("big", slots: 4, cpus: 16)
+        #expect(h.core.queue("default")?.tooLarge == [])
+    }
+
     @Test func ruleR2_theReasonNamesTheDimensionNoWorkerOffers() {
         typealias B = Scheduler.Blocker
         #expect(B.tooLarge(needs: Resources(cpus: 1, memory: 64 * gib), mostCpus: 8, mostMemory: 16 * gib).description

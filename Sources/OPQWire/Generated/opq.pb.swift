@@ -2789,6 +2789,10 @@ public nonisolated struct Opq_V1_QueueInfo: Sendable {
   /// Unfinished barriers.
   public var barriers: UInt64 = 0
 
+  /// Ready operations no live worker is large enough for (README "Resources"), one line per size, e.g.
+  /// "op-5 and 2 more: needs 16 cpus; the largest worker has 4 (it waits until a worker that large registers)".
+  public var tooLarge: [String] = []
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
@@ -6822,7 +6826,7 @@ nonisolated extension Opq_V1_Counts: SwiftProtobuf.Message, SwiftProtobuf._Messa
 
 nonisolated extension Opq_V1_QueueInfo: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".QueueInfo"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}name\0\u{3}max_concurrent\0\u{1}suspended\0\u{1}counts\0\u{1}barriers\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}name\0\u{3}max_concurrent\0\u{1}suspended\0\u{1}counts\0\u{1}barriers\0\u{4}k\u{5}too_large\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -6835,6 +6839,7 @@ nonisolated extension Opq_V1_QueueInfo: SwiftProtobuf.Message, SwiftProtobuf._Me
       case 3: try { try decoder.decodeSingularBoolField(value: &self.suspended) }()
       case 4: try { try decoder.decodeSingularMessageField(value: &self._counts) }()
       case 5: try { try decoder.decodeSingularUInt64Field(value: &self.barriers) }()
+      case 368: try { try decoder.decodeRepeatedStringField(value: &self.tooLarge) }()
       default: break
       }
     }
@@ -6860,6 +6865,9 @@ nonisolated extension Opq_V1_QueueInfo: SwiftProtobuf.Message, SwiftProtobuf._Me
     if self.barriers != 0 {
       try visitor.visitSingularUInt64Field(value: self.barriers, fieldNumber: 5)
     }
+    if !self.tooLarge.isEmpty {
+      try visitor.visitRepeatedStringField(value: self.tooLarge, fieldNumber: 368)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -6869,6 +6877,7 @@ nonisolated extension Opq_V1_QueueInfo: SwiftProtobuf.Message, SwiftProtobuf._Me
     if lhs.suspended != rhs.suspended {return false}
     if lhs._counts != rhs._counts {return false}
     if lhs.barriers != rhs.barriers {return false}
+    if lhs.tooLarge != rhs.tooLarge {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
