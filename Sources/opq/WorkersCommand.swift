@@ -2,7 +2,6 @@ import ArgumentParser
 import Foundation
 import OPQClient
 import OPQCore
-import OPQWire
 
 /// `opq workers`: the live workers, their slots and what they run.
 struct WorkersCommand: ParsableCommand {
@@ -23,9 +22,9 @@ struct WorkersCommand: ParsableCommand {
 
     func run() throws {
         let connection = try Connection.open(global.endpoint)
-        let workers: [Opq_V1_WorkerInfo]
+        let workers: [WorkerStatus]
         do {
-            workers = try connection.request { $0.listWorkers = Opq_V1_ListWorkers() }.reply.workers.workers
+            workers = try connection.workers()
         } catch {
             throw Connection.status(for: error)
         }
@@ -36,8 +35,8 @@ struct WorkersCommand: ParsableCommand {
                     "host": worker.host,
                     "pid": worker.pid,
                     "slots": worker.slots,
-                    "operations": worker.operations,
-                    "queues": worker.hasQueueFilter ? worker.queueFilter.queues as Any : NSNull(),
+                    "operations": worker.operations.map(\.rawValue),
+                    "queues": worker.queues.map { $0 as Any } ?? NSNull(),
                     "labels": worker.labels,
                     "handlers": worker.handlers,
                     "lastSeen": worker.lastSeen,
@@ -49,8 +48,8 @@ struct WorkersCommand: ParsableCommand {
         for worker in workers {
             var line = worker.name + (worker.host.isEmpty ? "" : " (\(worker.host), pid \(worker.pid))")
             line += ": \(worker.operations.count)/\(worker.slots) slots busy"
-            if !worker.operations.isEmpty { line += " — " + worker.operations.map { "op-\($0)" }.joined(separator: " ") }
-            if worker.hasQueueFilter { line += "; queues " + worker.queueFilter.queues.joined(separator: ", ") }
+            if !worker.operations.isEmpty { line += " — " + worker.operations.map { "op-\($0.rawValue)" }.joined(separator: " ") }
+            if let queues = worker.queues { line += "; queues " + queues.joined(separator: ", ") }
             if !worker.labels.isEmpty { line += "; labels " + worker.labels.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: ",") }
             print(line)
         }
