@@ -103,7 +103,7 @@ let package = Package(
         .executableTarget(
             name: "opq",
             dependencies: [
-                "OPQJobFile", "OPQClient", "OPQCore", "OPQWire", "OPQSpawn", "OPQVersion", "OPQRuntime",
+                "OPQJobFile", "OPQClient", "OPQCore", "OPQSpawn", "OPQVersion", "OPQRuntime",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -145,6 +145,7 @@ let package = Package(
         .testTarget(name: "OPQJobFileTests", dependencies: ["OPQJobFile", "OPQCore"]),
         .testTarget(name: "OPQCLITests", dependencies: ["OPQCore", "OPQSpawn", "OPQRuntime"]),
         .testTarget(name: "OPQRuntimeTests", dependencies: ["OPQRuntime"]),
+        .testTarget(name: "OPQClientTests", dependencies: ["OPQClient"]),
         .testTarget(
             name: "OPQJournalTests",
             dependencies: ["OPQJournal", "OPQCore", "OPQWire", .product(name: "GRDB", package: "GRDB.swift")]),

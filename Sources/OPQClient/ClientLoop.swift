@@ -166,7 +166,7 @@ final class ClientLoop: @unchecked Sendable {
         guard case .reply(let reply) = message.body else { return onStream(message) }
         guard let handler = lock.withLock({ handlers.removeValue(forKey: reply.requestID) }) else { return }
         if case .error(let error) = reply.result {
-            handler(.failure(.refused(error)))
+            handler(.failure(.refused(Refusal(error))))
         } else {
             handler(.success((reply, raw)))
         }

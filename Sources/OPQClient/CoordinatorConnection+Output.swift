@@ -19,6 +19,7 @@ public struct OutputCopy: Sendable, Equatable {
     public var isCut: Bool { total > spooled }
 }
 
+@_spi(Wire)
 extension CoordinatorConnection {
     /// One slice of an operation's spooled output: up to `maxBytes` (0 = 1 MiB) of `stream` from `offset`.
     public func readOutput(_ id: OperationID, _ stream: Opq_V1_OutputStream, offset: UInt64,

@@ -7,7 +7,7 @@ public enum ClientError: Error, CustomStringConvertible {
     /// No answer within the deadline: the coordinator is down, unreachable or overloaded.
     case timeout(endpoint: String, seconds: Double)
     /// The coordinator refused the request; nothing changed.
-    case refused(Opq_V1_Error)
+    case refused(Refusal)
     /// The coordinator answered with something that is not a valid message.
     case malformed(WireError)
     /// The local socket failed.
@@ -47,14 +47,19 @@ public enum ClientError: Error, CustomStringConvertible {
     }
 
     /// The coordinator's refusal with its details (code, operation, cycle members…), when this is one.
-    public var refusal: Opq_V1_Error? { if case .refused(let error) = self { error } else { nil } }
+    public var refusal: Refusal? { if case .refused(let error) = self { error } else { nil } }
 }
 
-/// A connection to a coordinator's client endpoint: requests with replies, and watch streams.
+/// A connection to a coordinator's client endpoint at the level of the wire protocol: requests with
+/// replies, and watch streams, as protobuf messages.
 ///
 /// A DEALER socket; requests carry increasing ids and their replies are matched by id, so stream
 /// messages that arrive in between are kept for ``nextStreamMessage(timeout:)``. Use from one thread
 /// at a time.
+///
+/// Not part of OPQClient's public API (it speaks `Opq_V1_*`): programs use ``CoordinatorClient`` or
+/// ``RemoteCoordinator``. Protocol tests and the benchmarks reach it with `@_spi(Wire) import OPQClient`.
+@_spi(Wire)
 public final class CoordinatorConnection {
     /// The endpoint connected to.
     public let endpoint: String
@@ -98,10 +103,21 @@ public final class CoordinatorConnection {
     /// - Throws: `ClientError.refused` with the coordinator's error, or a transport/timeout error.
     @discardableResult
     public func request(timeout: Double = 10, _ fill: (inout Opq_V1_ClientRequest) -> Void) throws(ClientError) -> (reply: Opq_V1_Reply, raw: [[UInt8]]) {
+        let deadline = ContinuousClock.now + .milliseconds(Int(timeout * 1000))
+        let id = try send(until: deadline, fill, timeout: timeout)
+        switch try awaitReply(id, until: deadline, wake: nil) {
+        case .reply(let reply, let raw): return (reply, raw)
+        case .timedOut, .woken: throw noAnswer(timeout)
+        }
+    }
+
+    /// Sends a request built by `fill` without waiting for its reply (see ``awaitReply(_:until:wake:)``);
+    /// returns its id.
+    func send(until deadline: ContinuousClock.Instant, _ fill: (inout Opq_V1_ClientRequest) -> Void,
+              timeout: Double) throws(ClientError) -> UInt64 {
         let id = nextRequestID
         nextRequestID += 1
         let message = Opq_V1_ClientRequest.request(id, fill)
-        let deadline = ContinuousClock.now + .milliseconds(Int(timeout * 1000))
         let frames: [[UInt8]]
         do {
             frames = try Frames.encode(message)
@@ -109,25 +125,54 @@ public final class CoordinatorConnection {
             throw .malformed(error)
         }
         guard try send(frames, until: deadline) else { throw noAnswer(timeout) }
+        return id
+    }
+
+    /// How a wait for a message ended.
+    enum Awaited {
+        /// The reply to the request (never an `error` one), with its raw frames.
+        case reply(Opq_V1_Reply, raw: [[UInt8]])
+        /// The deadline passed first.
+        case timedOut
+        /// The wake-up descriptor became readable first.
+        case woken
+    }
+
+    /// Waits for the reply to request `id` until `deadline` (nil = no limit) or until `wake` (a file
+    /// descriptor) is readable; stream messages that come first are kept for ``nextStreamMessage(timeout:)``.
+    /// - Throws: `ClientError.refused` when the reply is a refusal; a transport error.
+    func awaitReply(_ id: UInt64, until deadline: ContinuousClock.Instant?, wake: Int32?) throws(ClientError) -> Awaited {
         while true {
-            guard let (message, raw) = try receive(until: deadline) else { throw noAnswer(timeout) }
-            if case .reply(let reply) = message.body, reply.requestID == id || reply.requestID == 0 {
-                if case .error(let error) = reply.result { throw .refused(error) }
-                return (reply, raw)
+            switch try receive(until: deadline, wake: wake) {
+            case .message(let message, let raw):
+                if case .reply(let reply) = message.body, reply.requestID == id || reply.requestID == 0 {
+                    if case .error(let error) = reply.result { throw .refused(Refusal(error)) }
+                    return .reply(reply, raw: raw)
+                }
+                inbox.append(message)
+                inboxRaw.append(raw)
+            case .timedOut: return .timedOut
+            case .woken: return .woken
             }
-            inbox.append(message)
-            inboxRaw.append(raw)
         }
     }
 
     /// The next message of a watch stream (snapshot, events, or a late reply), waiting up to `timeout`
     /// seconds; nil if none came.
     public func nextStreamMessage(timeout: Double) throws(ClientError) -> Opq_V1_CoordinatorToClient? {
-        if !inbox.isEmpty {
-            inboxRaw.removeFirst()
-            return inbox.removeFirst()
+        if case .message(let message, _) = try nextStreamMessage(until: ContinuousClock.now + .milliseconds(Int(timeout * 1000)), wake: nil) {
+            return message
         }
-        return try receive(until: ContinuousClock.now + .milliseconds(Int(timeout * 1000)))?.message
+        return nil
+    }
+
+    /// The next stream message (kept ones first), waiting until `deadline` (nil = no limit) or until
+    /// `wake` is readable.
+    func nextStreamMessage(until deadline: ContinuousClock.Instant?, wake: Int32?) throws(ClientError) -> Received {
+        if !inbox.isEmpty {
+            return .message(inbox.removeFirst(), raw: inboxRaw.removeFirst())
+        }
+        return try receive(until: deadline, wake: wake)
     }
 
     /// The error for a request that got no answer within `timeout` seconds: over CURVE, a failed
@@ -162,19 +207,31 @@ public final class CoordinatorConnection {
         return max(0, Int(left.components.seconds * 1000 + left.components.attoseconds / 1_000_000_000_000_000))
     }
 
-    private func receive(until deadline: ContinuousClock.Instant) throws(ClientError) -> (message: Opq_V1_CoordinatorToClient, raw: [[UInt8]])? {
+    /// What one wait on the socket gave.
+    enum Received {
+        case message(Opq_V1_CoordinatorToClient, raw: [[UInt8]])
+        case timedOut
+        case woken
+    }
+
+    /// The next message from the socket, waiting until `deadline` (nil = no limit) or until `wake` (a
+    /// file descriptor, e.g. a signal's self-pipe) is readable.
+    private func receive(until deadline: ContinuousClock.Instant?, wake: Int32?) throws(ClientError) -> Received {
         var poller = Poller()
         do {
-            _ = try poller.add(socket)
+            let socketIndex = try poller.add(socket)
+            let wakeIndex = wake.map { poller.add(fileDescriptor: $0) }
             while true {
-                guard try poller.poll(timeout: Self.milliseconds(until: deadline)) > 0 else { return nil }
-                guard let frames = try socket.receiveMultipart(flags: .dontWait) else { continue }
-                do {
-                    let (message, raw) = try Frames.decode(frames, as: Opq_V1_CoordinatorToClient.self)
-                    return (message, raw)
-                } catch {
-                    throw ClientError.malformed(error)
+                guard try poller.poll(timeout: deadline.map(Self.milliseconds(until:)) ?? -1) > 0 else { return .timedOut }
+                if poller.isReadable(socketIndex), let frames = try socket.receiveMultipart(flags: .dontWait) {
+                    do {
+                        let (message, raw) = try Frames.decode(frames, as: Opq_V1_CoordinatorToClient.self)
+                        return .message(message, raw: raw)
+                    } catch {
+                        throw ClientError.malformed(error)
+                    }
                 }
+                if let wakeIndex, poller.readyEvents(at: wakeIndex).contains(.readable) { return .woken }
             }
         } catch let error as ZMQError {
             throw .transport(error)

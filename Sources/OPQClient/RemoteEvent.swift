@@ -39,6 +39,24 @@ public enum RemoteEvent: Sendable, Hashable {
         /// comes as an event of its unchanged state with this set, before the finish.
         public var isCancelled: Bool
 
+        /// A state change with these fields (e.g. one a client infers from a snapshot).
+        public init(sequence: UInt64 = 0, operation: OperationID, job: JobID, state: OperationState, attempt: Int = 0,
+                    worker: String? = nil, outcome: Outcome? = nil, reason: FinishReason? = nil, exitCode: Int32? = nil,
+                    signal: Int32? = nil, time: Double = 0, isCancelled: Bool = false) {
+            self.sequence = sequence
+            self.operation = operation
+            self.job = job
+            self.state = state
+            self.attempt = attempt
+            self.worker = worker
+            self.outcome = outcome
+            self.reason = reason
+            self.exitCode = exitCode
+            self.signal = signal
+            self.time = time
+            self.isCancelled = isCancelled
+        }
+
         init?(sequence: UInt64, _ event: Opq_V1_OperationEvent) {
             guard let state = event.coreState else { return nil }
             self.sequence = sequence

@@ -226,6 +226,8 @@ public struct QueueStatus: Sendable, Hashable {
     public var counts = OperationCounts()
     /// Unfinished barriers.
     public var barriers = 0
+    /// Ready operations no live worker is large enough for, one line each ("op-5 and 2 more: needs …").
+    public var tooLarge: [String] = []
 
     init(name: String) { self.name = name }
 
@@ -235,5 +237,6 @@ public struct QueueStatus: Sendable, Hashable {
         isSuspended = info.suspended
         counts = info.counts.core
         barriers = Int(info.barriers)
+        tooLarge = info.tooLarge
     }
 }

@@ -1,5 +1,5 @@
 import Foundation
-import OPQClient
+@_spi(Wire) import OPQClient
 import OPQCore
 import OPQWire
 

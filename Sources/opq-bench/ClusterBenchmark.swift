@@ -1,6 +1,6 @@
 import Foundation
 import Histogram
-import OPQClient
+@_spi(Wire) import OPQClient
 import OPQCore
 import OPQWire
 

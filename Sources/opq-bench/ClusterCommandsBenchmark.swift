@@ -1,4 +1,5 @@
 import Foundation
+@_spi(Wire) import OPQClient
 import OPQCore
 
 /// Commands through the cluster: `true` run as child processes, so the figures are the worker's

@@ -2,7 +2,6 @@ import ArgumentParser
 import Foundation
 import OPQClient
 import OPQCore
-import OPQWire
 
 /// `opq add -- CMD ARGS...`: one operation, to a running coordinator.
 struct AddCommand: ParsableCommand {
@@ -87,14 +86,10 @@ struct AddCommand: ParsableCommand {
         }
 
         let connection = try Connection.open(global.endpoint)
-        let receipt: Opq_V1_SubmitAccepted
+        let receipt: JobReceipt
         do {
             for job in afterJobs {  // a whole job: every operation of it (a job is one atomic batch)
-                let operations = try connection.request {
-                    $0.getJob.job = job.rawValue
-                    $0.getJob.includeOperations = true
-                }.reply.job.details.map(\.id)
-                spec.dependencies += operations.map { .id(OperationID($0)) }
+                spec.dependencies += try connection.job(job).operations.map { .id($0.id) }
             }
             receipt = try connection.submit(Submission([spec]))
         } catch {
@@ -104,13 +99,13 @@ struct AddCommand: ParsableCommand {
         if json {
             print(JSONOutput.receipt(receipt, names: [name]))
         } else {
-            print("op-\(id)")
+            print("op-\(id.rawValue)")
         }
         guard wait else { return }
         SignalTrap.install()
         do {
             let info = try WaitCommand.waitForOperation(connection, operation: id, timeout: nil)
-            if !json { print("\(JobSummary.label(info)): \(JobProgress.word(info.outcome))") }
+            if !json { print("\(info.label): \(JobProgress.word(info.outcome))") }
             if info.outcome != .succeeded { throw ExitStatus.someFailed }
         } catch let error as ClientError {
             throw Connection.status(for: error)

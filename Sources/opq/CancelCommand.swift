@@ -2,7 +2,6 @@ import ArgumentParser
 import Foundation
 import OPQClient
 import OPQCore
-import OPQWire
 
 /// `opq cancel OP | --job J | --queue Q | --all`.
 struct CancelCommand: ParsableCommand {
@@ -42,26 +41,24 @@ struct CancelCommand: ParsableCommand {
     }
 
     func run() throws {
-        var target = Opq_V1_Cancel()
+        var target = CancelTarget.all
         if let operation {
             guard case .operation(let id)? = TargetID(operation, bare: { .operation(OperationID($0)) }) else {
                 throw fail(.usage, "'\(operation)' is not an operation id (write op-N)")
             }
-            target.operation = id.rawValue
+            target = .operation(id)
         } else if let job {
             guard case .job(let id)? = TargetID(job, bare: { .job(JobID($0)) }) else {
                 throw fail(.usage, "'\(job)' is not a job id (write job-N)")
             }
-            target.job = id.rawValue
+            target = .job(id)
         } else if let queue {
-            target.queue = queue
-        } else {
-            target.all = Opq_V1_All()
+            target = .queue(queue)
         }
         let connection = try Connection.open(global.endpoint)
         do {
-            let cancelled = try connection.request { $0.cancel = target }.reply.cancelled.operations
-            print("cancelled \(cancelled.count) operation(s)" + (cancelled.isEmpty ? "" : ": " + cancelled.map { "op-\($0)" }.joined(separator: " ")))
+            let cancelled = try connection.cancel(target)
+            print("cancelled \(cancelled.count) operation(s)" + (cancelled.isEmpty ? "" : ": " + cancelled.map { "op-\($0.rawValue)" }.joined(separator: " ")))
         } catch {
             throw Connection.status(for: error)
         }

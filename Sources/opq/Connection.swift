@@ -1,7 +1,6 @@
 import Foundation
 import OPQClient
 import OPQCore
-import OPQWire
 
 /// Opening a connection the way every command does: a quick round trip first, so an absent
 /// coordinator is reported at once with exit status 3 instead of a long request timeout.
@@ -10,15 +9,15 @@ enum Connection {
     nonisolated(unsafe) static var security = ConnectionSecurity.none
 
     /// Opens a connection to `endpoint` secured with `security` (default: ``security``, from the options).
-    static func open(_ endpoint: String, probeTimeout: Double = 5, security: ConnectionSecurity? = nil) throws(ExitStatus) -> CoordinatorConnection {
-        let connection: CoordinatorConnection
+    static func open(_ endpoint: String, probeTimeout: Double = 5, security: ConnectionSecurity? = nil) throws(ExitStatus) -> CoordinatorClient {
+        let connection: CoordinatorClient
         do {
-            connection = try CoordinatorConnection(endpoint: endpoint, security: security ?? Self.security)
+            connection = try CoordinatorClient(endpoint: endpoint, security: security ?? Self.security)
         } catch {
             throw fail(.unreachable, "cannot connect to \(endpoint): \(error)")
         }
         do {
-            try connection.request(timeout: probeTimeout) { $0.listQueues = Opq_V1_ListQueues() }
+            try connection.ping(timeout: probeTimeout)
         } catch {
             throw fail(.unreachable, "\(error)")
         }

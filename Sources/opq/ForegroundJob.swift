@@ -1,7 +1,7 @@
 import Foundation
 import OPQClient
 import OPQCore
-import OPQWire
+import OPQRuntime
 
 /// A job followed in the foreground until it finishes — `opq run`, `opq map`, `opq add --wait`,
 /// `opq submit --wait`: progress while it runs, then the summary; exit status 1 unless every
@@ -18,10 +18,10 @@ struct ForegroundJob {
         case detach
     }
 
-    let connection: CoordinatorConnection
-    let job: UInt64
+    let connection: CoordinatorClient
+    let job: JobID
     /// Operation id → name, for display.
-    let names: [UInt64: String]
+    let names: [OperationID: String]
     /// Heads the summary ("opq run jobs.yaml").
     let title: String
     var verbosity: JobProgress.Verbosity
@@ -34,13 +34,13 @@ struct ForegroundJob {
     /// Prints the operations' output as they finish (`opq map`, `--output`).
     var output: OutputPrinter?
     /// Called with every operation event (see ``JobProgress/onEvent``).
-    var onEvent: ((Opq_V1_OperationEvent) -> Void)?
+    var onEvent: ((RemoteEvent.StateChange) -> Void)?
 
-    init(connection: CoordinatorConnection, receipt: Opq_V1_SubmitAccepted, specs: [OperationSpec], title: String,
+    init(connection: CoordinatorClient, receipt: JobReceipt, specs: [OperationSpec], title: String,
          verbosity: JobProgress.Verbosity, onInterrupt: OnInterrupt, cluster: LocalCluster? = nil) {
         self.connection = connection
         job = receipt.job
-        var names: [UInt64: String] = [:]
+        var names: [OperationID: String] = [:]
         for (id, spec) in zip(receipt.operations, specs) { names[id] = spec.name }
         self.names = names
         self.title = title
@@ -54,7 +54,8 @@ struct ForegroundJob {
     /// cluster or coordinator went away.
     func run() throws(ExitStatus) {
         let cluster = cluster
-        let isAlive = { cluster?.exitedProcess == nil }
+        let isAlive = { cluster?.exitedProcessNow == nil }
+        if cluster != nil { WakePipe.wakeOnChildExit() }  // a crashed local process ends the wait at once
         let interactive = isatty(STDOUT_FILENO) == 1
         let progress = JobProgress(connection: connection, scope: .job(job), names: names,
                                    interactive: interactive, verbosity: verbosity)
@@ -65,6 +66,7 @@ struct ForegroundJob {
                 output.changed(event)
             }
             progress.onTurn = { output.turn() }
+            progress.nextTurn = { output.nextTurn }
         } else {
             progress.onEvent = observe
         }
@@ -80,7 +82,7 @@ struct ForegroundJob {
             case .interrupted:
                 try interrupted(progress, isAlive: isAlive)
             case .lost:
-                let exited = cluster?.exitedProcess
+                let exited = cluster?.exitedProcessNow
                 throw fail(.unreachable, "\(exited?.name ?? "a process of the local cluster") exited unexpectedly:\n\(exited?.logTail() ?? "")")
             }
         } catch let error as ClientError {
@@ -92,14 +94,14 @@ struct ForegroundJob {
         }
     }
 
-    private func interrupted(_ progress: JobProgress, isAlive: () -> Bool) throws {
+    private func interrupted(_ progress: JobProgress, isAlive: @escaping () -> Bool) throws {
         switch onInterrupt {
         case .detach:
-            throw fail(.interrupted, "interrupted; job-\(job) goes on (cancel it with: opq cancel --job job-\(job))")
+            throw fail(.interrupted, "interrupted; job-\(job.rawValue) goes on (cancel it with: opq cancel --job job-\(job.rawValue))")
         case .cancel:
             // One line for the whole job, not one per cancelled operation.
-            let cancelled = (try? connection.request(timeout: 2) { $0.cancel.job = job })?.reply.cancelled.operations.count
-            printError("opq: interrupted; cancelling job-\(job)" + (cluster == nil ? "" : " and stopping the local cluster")
+            let cancelled = (try? connection.cancel(.job(job), timeout: 2))?.count
+            printError("opq: interrupted; cancelling job-\(job.rawValue)" + (cluster == nil ? "" : " and stopping the local cluster")
                        + (cancelled.map { ": \($0) unfinished operation(s) cancelled" } ?? ""))
             progress.isMuted = true
             // Give cancelled commands their kill grace to go; a second signal stops waiting.
@@ -109,6 +111,20 @@ struct ForegroundJob {
                 if SignalTrap.count >= 2 { cluster.kill() } else { cluster.stop(grace: 2) }
             }
             throw ExitStatus.interrupted
+        }
+    }
+}
+
+extension LocalCluster {
+    /// A process of the cluster that has exited, reaped or not. A zombie counts (`waitid` with `WNOWAIT`
+    /// looks without reaping), so the answer is never behind the SIGCHLD that woke a wait (see
+    /// ``WakePipe``), whereas ``exitedProcess`` sees an exit only once the runtime's reaper thread has
+    /// recorded it.
+    var exitedProcessNow: ChildProcess? {
+        processes.first { process in
+            var info = siginfo_t()
+            if waitid(P_PID, id_t(process.pid), &info, WEXITED | WNOHANG | WNOWAIT) < 0 { return errno == ECHILD || !process.isRunning }
+            return info.si_signo == SIGCHLD || !process.isRunning
         }
     }
 }

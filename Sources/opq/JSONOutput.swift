@@ -1,5 +1,6 @@
 import Foundation
-import OPQWire
+import OPQClient
+import OPQCore
 
 /// `--json` output: stable field names, sorted keys, one document per line.
 enum JSONOutput {
@@ -11,25 +12,21 @@ enum JSONOutput {
     }
 
     /// A submission's receipt as `submit`, `add` and `map` print it: `{"job": ID, "operations": [{"id": ID, "name": NAME}, ...]}`.
-    static func receipt(_ receipt: Opq_V1_SubmitAccepted, names: [String]) -> String {
-        string(["job": receipt.job, "operations": zip(receipt.operations, names).map { ["id": $0, "name": $1] as [String: Any] }])
+    static func receipt(_ receipt: JobReceipt, names: [String]) -> String {
+        string(["job": receipt.job.rawValue, "operations": zip(receipt.operations, names).map { ["id": $0.rawValue, "name": $1] as [String: Any] }])
     }
 
     /// One reason an operation has not started: `{"kind": "dependencies"|"retryBackoff"|"queueSuspended"|
     /// "queueAtLimit"|"noWorker"|"workersBusy"|"tooLarge"|"resourcesBusy", "text": …}` plus `operations`, `queue`, `limit` or `labels`
     /// where the kind has them.
-    static func blocker(_ blocker: Opq_V1_Blocker) -> [String: Any] {
-        var object: [String: Any] = ["text": blocker.text]
+    static func blocker(_ blocker: OperationStatus.Blocker) -> [String: Any] {
+        var object: [String: Any] = ["text": blocker.text, "kind": blocker.kind.rawValue]
         switch blocker.kind {
-        case .dependencies: object["kind"] = "dependencies"; object["operations"] = blocker.operations
-        case .retryBackoff: object["kind"] = "retryBackoff"
-        case .queueSuspended: object["kind"] = "queueSuspended"; object["queue"] = blocker.queue
-        case .queueAtLimit: object["kind"] = "queueAtLimit"; object["queue"] = blocker.queue; object["limit"] = blocker.limit
-        case .noWorker: object["kind"] = "noWorker"; object["queue"] = blocker.queue; object["labels"] = blocker.labels
-        case .workersBusy: object["kind"] = "workersBusy"
-        case .tooLarge: object["kind"] = "tooLarge"
-        case .resourcesBusy: object["kind"] = "resourcesBusy"
-        case .unspecified, .UNRECOGNIZED: object["kind"] = "unknown"
+        case .dependencies: object["operations"] = blocker.operations.map(\.rawValue)
+        case .queueSuspended: object["queue"] = blocker.queue
+        case .queueAtLimit: object["queue"] = blocker.queue; object["limit"] = blocker.limit
+        case .noWorker: object["queue"] = blocker.queue; object["labels"] = blocker.labels
+        case .retryBackoff, .workersBusy, .tooLarge, .resourcesBusy, .unknown: break
         }
         return object
     }
@@ -48,23 +45,23 @@ enum JSONOutput {
 
     /// An operation as the CLI documents it: id, name, job, queue, state, outcome, priority, attempts, worker
     /// (holding the current attempt), ranOn, startedAt, endedAt (of the attempt that finished it), exitCode.
-    static func operation(_ info: Opq_V1_OperationInfo) -> [String: Any] {
+    static func operation(_ info: OperationStatus) -> [String: Any] {
         [
-            "id": info.id,
+            "id": info.id.rawValue,
             "name": info.name,
-            "job": info.job,
+            "job": info.job.rawValue,
             "queue": info.queue,
-            "state": info.coreState?.description ?? "unknown",
-            "outcome": info.outcome.core.map { $0.description as Any } ?? NSNull(),
-            "priority": info.queuePriority.description,
+            "state": info.state?.description ?? "unknown",
+            "outcome": info.outcome.map { $0.description as Any } ?? NSNull(),
+            "priority": info.priority.description,
             "attempts": info.attempt,
-            "worker": info.worker.isEmpty ? NSNull() : info.worker as Any,
-            "ranOn": info.finishedBy.isEmpty ? NSNull() : info.finishedBy as Any,
-            "startedAt": info.hasStartedAt ? time(info.startedAt, local: false) as Any : NSNull(),
-            "endedAt": info.hasEndedAt ? time(info.endedAt, local: false) as Any : NSNull(),
-            "exitCode": info.hasExitCode ? info.exitCode as Any : NSNull(),
-            "barrier": info.barrier,
-            "durationSeconds": info.hasDurationSeconds ? info.durationSeconds as Any : NSNull(),
+            "worker": info.worker.map { $0 as Any } ?? NSNull(),
+            "ranOn": info.finishedBy.map { $0 as Any } ?? NSNull(),
+            "startedAt": info.startedAt.map { time($0, local: false) as Any } ?? NSNull(),
+            "endedAt": info.endedAt.map { time($0, local: false) as Any } ?? NSNull(),
+            "exitCode": info.exitCode.map { $0 as Any } ?? NSNull(),
+            "barrier": info.isBarrier,
+            "durationSeconds": info.duration.map { $0 as Any } ?? NSNull(),
         ]
     }
 }

@@ -29,7 +29,7 @@ enum JobFileLoading {
 
     /// `after_jobs:` plus `--after` (`job-N` or `N`): the file waiting for those jobs of the coordinator
     /// at `connection` (see ``JobFile/waiting(forJobs:operations:)``). An unknown job ends with status 2.
-    static func waitingForJobs(_ jobFile: JobFile, adding written: [String], connection: CoordinatorConnection) throws(ExitStatus) -> JobFile {
+    static func waitingForJobs(_ jobFile: JobFile, adding written: [String], connection: CoordinatorClient) throws(ExitStatus) -> JobFile {
         var jobs = jobFile.afterJobs
         for text in written {
             guard case .job(let job)? = TargetID(text, bare: { .job(JobID($0)) }) else {
@@ -42,7 +42,7 @@ enum JobFileLoading {
         var operations: [OperationID] = []
         for job in jobs {
             do {
-                operations += try JobSummary.fetch(connection, job: job.rawValue).operations.map { OperationID($0.id) }
+                operations += try JobSummary.fetch(connection, job: job).operations.map(\.id)
             } catch {
                 throw Connection.status(for: error)
             }

@@ -1,7 +1,6 @@
 import Foundation
 import OPQClient
 import OPQCore
-import OPQWire
 
 /// Follows a watch stream (snapshot, then events) of one job or of everything and shows its progress:
 /// on a terminal a single updating line (a bar of done/total, counts by outcome, running, rate, ETA)
@@ -10,7 +9,7 @@ final class JobProgress {
     /// What is watched.
     enum Scope: Equatable {
         /// One job; the stream ends when it has finished.
-        case job(UInt64)
+        case job(JobID)
         /// Every operation; the stream goes on until interrupted.
         case all
     }
@@ -34,9 +33,9 @@ final class JobProgress {
         case lost
     }
 
-    private let connection: CoordinatorConnection
+    private let connection: CoordinatorClient
     private let scope: Scope
-    private var names: [UInt64: String]
+    private var names: [OperationID: String]
     private let interactive: Bool
     private let verbosity: Verbosity
     private let started = Date()
@@ -46,22 +45,26 @@ final class JobProgress {
     var announces = false
     /// Print JSON lines instead of text (`opq watch --json`).
     var emitsJSON = false
-    /// Called on every turn of ``follow(signals:deadline:isAlive:)``, at least every 0.2 s.
+    /// Called on every turn of ``follow(signals:deadline:isAlive:)``: after each update of the stream,
+    /// and at the time ``nextTurn`` asks for.
     var onTurn: (() -> Void)?
+    /// When ``onTurn`` wants to run next even without news from the coordinator (nil = only on news).
+    var nextTurn: (() -> Date?)?
     /// Called with every start and finish, before it is shown (`opq map --joblog`, `--halt`, commands' output).
-    var onEvent: ((Opq_V1_OperationEvent) -> Void)?
+    var onEvent: ((RemoteEvent.StateChange) -> Void)?
     /// Print no more permanent lines (after Ctrl-C, one summary line stands for the cancelled operations).
     var isMuted = false
-    private var states: [UInt64: Opq_V1_OperationState] = [:]
-    private var outcomes: [UInt64: Opq_V1_Outcome] = [:]
-    private var lastSequence: UInt64?
-    private var watchID: UInt64?
+    private var states: [OperationID: OperationState] = [:]
+    private var outcomes: [OperationID: Outcome] = [:]
     private var lineShown = false
+
+    /// How often the updating line is redrawn between events (its clock, rate and ETA move on).
+    static let redrawInterval = 0.5
 
     /// - Parameters:
     ///   - names: operation id → name, for display.
     ///   - interactive: draw one updating line (stdout is a terminal) instead of plain lines.
-    init(connection: CoordinatorConnection, scope: Scope, names: [UInt64: String] = [:], interactive: Bool,
+    init(connection: CoordinatorClient, scope: Scope, names: [OperationID: String] = [:], interactive: Bool,
          verbosity: Verbosity = .everything) {
         self.connection = connection
         self.scope = scope
@@ -70,69 +73,64 @@ final class JobProgress {
         self.verbosity = verbosity
     }
 
-    private var job: UInt64? { if case .job(let job) = scope { job } else { nil } }
+    private var job: JobID? { if case .job(let job) = scope { job } else { nil } }
 
-    private func label(_ id: UInt64) -> String {
+    private func label(_ id: OperationID) -> String {
         let name = names[id] ?? ""
-        return name.isEmpty ? "op-\(id)" : "\(name) (op-\(id))"
+        return name.isEmpty ? "op-\(id.rawValue)" : "\(name) (op-\(id.rawValue))"
     }
 
     private func elapsed() -> String { String(format: "%6.1fs", Date().timeIntervalSince(started)) }
 
     /// Follows the stream until the job finishes, `signals` signals have arrived (see ``SignalTrap``)
     /// or the deadline passed (both: `.interrupted`), or `isAlive` returns false.
-    func follow(signals: Int = 1, deadline: Date? = nil, isAlive: () -> Bool = { true }) throws(ClientError) -> Ending {
-        try subscribe()
+    ///
+    /// Driven by events: it blocks on the coordinator's stream and on ``WakePipe`` (signals, an exited
+    /// local process) together, and wakes up by itself only to redraw the terminal line or for ``nextTurn``.
+    func follow(signals: Int = 1, deadline: Date? = nil, isAlive: @escaping () -> Bool = { true }) throws(ClientError) -> Ending {
+        switch scope {
+        case .job(let job): try connection.watch(.job(job))
+        case .all: try connection.watch(.all)
+        }
         defer { endLine() }
+        let interruption = WakePipe.interruption { SignalTrap.count >= signals || !isAlive() }
         while true {
             if SignalTrap.count >= signals || deadline.map({ Date() > $0 }) == true { return .interrupted }
+            if !isAlive() { return .lost }
             onTurn?()
-            guard let message = try connection.nextStreamMessage(timeout: 0.2) else {
-                if !isAlive() { return .lost }
+            let wakeUps = [deadline, lineShown ? Date().addingTimeInterval(Self.redrawInterval) : nil, nextTurn?()].compactMap { $0 }
+            let until = wakeUps.min().map { ContinuousClock.now + .seconds(max(0, $0.timeIntervalSinceNow)) }
+            switch try connection.nextWatchUpdate(until: until, interruption: interruption) {
+            case .timedOut:
                 if lineShown { draw() }  // the clock, rate and ETA move on between events
+            case .interrupted:
                 continue
-            }
-            switch message.body {
-            case .snapshot(let snapshot) where snapshot.watch == watchID:
-                lastSequence = snapshot.sequence
+            case .snapshot(let snapshot):
                 for info in snapshot.operations {
                     if names[info.id] == nil { names[info.id] = info.name }
                     // What happened before the stream started is told like an event, so no start or
                     // finish goes unreported when the job is faster than the watch.
-                    var change = Opq_V1_OperationEvent()
-                    change.operation = info.id
-                    change.job = info.job
-                    change.attempt = info.attempt
-                    change.worker = info.worker
                     if info.state == .executing, states[info.id] != .executing {
-                        change.state = .executing
-                        apply(change)
+                        apply(RemoteEvent.StateChange(operation: info.id, job: info.job, state: .executing, attempt: info.attempt,
+                                                      worker: info.worker))
                     } else if info.state == .finished, states[info.id] != .finished {
-                        change.state = .finished
-                        change.outcome = info.outcome
-                        change.reason = info.reason
-                        if info.hasExitCode { change.exitCode = info.exitCode }
-                        if info.hasSignal { change.signal = info.signal }
-                        apply(change)
+                        apply(RemoteEvent.StateChange(operation: info.id, job: info.job, state: .finished, attempt: info.attempt,
+                                                      worker: info.worker, outcome: info.outcome, reason: info.reason,
+                                                      exitCode: info.exitCode, signal: info.signal))
                     }
-                    states[info.id] = info.state
+                    if let state = info.state { states[info.id] = state }
                     if info.state == .finished { outcomes[info.id] = info.outcome }
                 }
-                if !snapshot.more, finishedBefore == nil {
+                if snapshot.isComplete, finishedBefore == nil {
                     finishedBefore = counts().done
                     if announces && !emitsJSON { announce() }
                 }
-                if let job, snapshot.jobs.contains(where: { $0.id == job && $0.finished }) { return .finished }
+                if let job, snapshot.finishedJobs.contains(job) { return .finished }
                 draw()
-            case .events(let events) where events.watch == watchID:
-                if let last = lastSequence, events.previous != last {
-                    try subscribe()  // a gap: start again from a fresh snapshot
-                    continue
-                }
-                lastSequence = events.items.last?.sequence ?? lastSequence
-                for item in events.items {
-                    switch item.kind {
-                    case .operation(let change):
+            case .events(let events):
+                for event in events {
+                    switch event {
+                    case .stateChanged(let change):
                         if names[change.operation] == nil { try learnNames(job: change.job) }
                         apply(change)
                     case .jobFinished(let finished) where job == finished: return .finished
@@ -140,37 +138,20 @@ final class JobProgress {
                     }
                 }
                 draw()
-            default:
-                break
             }
         }
     }
 
     /// Jobs whose operation names have been fetched (watching everything, work submitted later).
-    private var namedJobs: Set<UInt64> = []
+    private var namedJobs: Set<JobID> = []
 
     /// Fetches the names of `job`'s operations, once per job: events carry ids, not names.
-    private func learnNames(job: UInt64) throws(ClientError) {
+    private func learnNames(job: JobID) throws(ClientError) {
         guard namedJobs.insert(job).inserted else { return }
-        let details = try connection.request {
-            $0.getJob.job = job
-            $0.getJob.includeOperations = true
-        }.reply.job.details
-        for info in details where names[info.id] == nil { names[info.id] = info.name }
+        for info in try connection.job(job).operations where names[info.id] == nil { names[info.id] = info.name }
     }
 
-    private func subscribe() throws(ClientError) {
-        if let old = watchID { try connection.request { $0.unwatch.watch = old } }
-        lastSequence = nil
-        watchID = try connection.request {
-            switch scope {
-            case .job(let job): $0.watch.job = job
-            case .all: $0.watch.all = Opq_V1_All()
-            }
-        }.reply.requestID
-    }
-
-    private func apply(_ change: Opq_V1_OperationEvent) {
+    private func apply(_ change: RemoteEvent.StateChange) {
         onEvent?(change)
         let previous = states[change.operation]
         states[change.operation] = change.state
@@ -181,10 +162,9 @@ final class JobProgress {
         }
         switch change.state {
         case .executing where previous != .executing && !interactive && verbosity == .everything:
-            say("started   \(label(change.operation))" + (change.worker.isEmpty ? "" : " on \(change.worker)"))
+            say("started   \(label(change.operation))" + (change.worker.map { " on \($0)" } ?? ""))
         case .finished:
-            let detail = Self.detail(outcome: change.outcome, reason: change.reason,
-                                     exitCode: change.hasExitCode ? change.exitCode : nil, signal: change.hasSignal ? change.signal : nil)
+            let detail = Self.detail(outcome: change.outcome, reason: change.reason, exitCode: change.exitCode, signal: change.signal)
             let wanted = switch verbosity {
             case .everything: change.outcome != .succeeded || !interactive
             case .failures: change.outcome != .succeeded
@@ -202,10 +182,10 @@ final class JobProgress {
     /// One JSON object per line for every start and finish (`opq watch --json`): `event` ("started" or
     /// "finished"), `id`, `name`, `job`, `worker`, `attempt`, `time`; for a finish also `outcome`, `reason`,
     /// `exitCode`, `signal`.
-    private func emitJSON(_ change: Opq_V1_OperationEvent, previous: Opq_V1_OperationState?) {
+    private func emitJSON(_ change: RemoteEvent.StateChange, previous: OperationState?) {
         var object: [String: Any] = [
-            "id": change.operation, "name": names[change.operation] ?? "", "job": change.job,
-            "worker": change.worker.isEmpty ? NSNull() : change.worker as Any, "attempt": change.attempt,
+            "id": change.operation.rawValue, "name": names[change.operation] ?? "", "job": change.job.rawValue,
+            "worker": change.worker.map { $0 as Any } ?? NSNull(), "attempt": change.attempt,
         ]
         if change.time > 0 { object["time"] = change.time }
         switch change.state {
@@ -215,8 +195,8 @@ final class JobProgress {
             object["event"] = "finished"
             object["outcome"] = Self.word(change.outcome)
             object["reason"] = Self.detail(outcome: change.outcome, reason: change.reason, exitCode: nil, signal: nil)
-            object["exitCode"] = change.hasExitCode ? change.exitCode as Any : NSNull()
-            object["signal"] = change.hasSignal ? change.signal as Any : NSNull()
+            object["exitCode"] = change.exitCode.map { $0 as Any } ?? NSNull()
+            object["signal"] = change.signal.map { $0 as Any } ?? NSNull()
         default:
             return
         }
@@ -225,26 +205,26 @@ final class JobProgress {
     }
 
     /// "succeeded", "failed", "cancelled".
-    static func word(_ outcome: Opq_V1_Outcome) -> String {
+    static func word(_ outcome: Outcome?) -> String {
         switch outcome {
-        case .succeeded: "succeeded"
-        case .failed: "failed"
-        case .cancelled: "cancelled"
-        default: "finished"
+        case .succeeded?: "succeeded"
+        case .failed?: "failed"
+        case .cancelled?: "cancelled"
+        case nil: "finished"
         }
     }
 
     /// Why an operation ended, in words ("exit status 1", "timeout", "dependency failed").
-    static func detail(outcome: Opq_V1_Outcome, reason: Opq_V1_FinishReason, exitCode: Int32?, signal: Int32?) -> String {
+    static func detail(outcome: Outcome?, reason: FinishReason?, exitCode: Int32?, signal: Int32?) -> String {
         guard outcome != .succeeded else { return reason == .upToDate ? "up to date" : "" }
         switch reason {
-        case .exitStatus: return exitCode.map { "exit status \($0)" } ?? "exit status"
-        case .signal: return signal.map { "killed by signal \($0)" } ?? "killed by a signal"
-        case .error: return "error"
-        case .timeout: return "timeout"
-        case .lostWorker: return "lost its worker"
-        case .cancelRequested: return "cancel requested"
-        case .dependencyFailed: return "a dependency failed"
+        case .exitStatus?: return exitCode.map { "exit status \($0)" } ?? "exit status"
+        case .signal?: return signal.map { "killed by signal \($0)" } ?? "killed by a signal"
+        case .error?: return "error"
+        case .timeout?: return "timeout"
+        case .lostWorker?: return "lost its worker"
+        case .cancelRequested?: return "cancel requested"
+        case .dependencyFailed?: return "a dependency failed"
         default: return ""
         }
     }
@@ -252,7 +232,7 @@ final class JobProgress {
     /// "watching job-3: 40 operations, 12 finished" / "watching everything: 7 unfinished operations".
     private func announce() {
         switch scope {
-        case .job(let job): say("watching job-\(job): \(names.count) operations, \(counts().done) finished")
+        case .job(let job): say("watching job-\(job.rawValue): \(names.count) operations, \(counts().done) finished")
         case .all: say("watching everything: \(states.count) unfinished operations")
         }
     }

@@ -2,7 +2,6 @@ import ArgumentParser
 import Foundation
 import OPQClient
 import OPQCore
-import OPQWire
 
 /// `opq list [--queue Q] [--state S] [--job J]`: operations, in submission order.
 struct ListCommand: ParsableCommand {
@@ -40,27 +39,20 @@ struct ListCommand: ParsableCommand {
     }
 
     func run() throws {
-        var filter = Opq_V1_ListOperations()
-        if let queue { filter.queue = queue }
+        var filter = OperationFilter(queue: queue)
         if let state, let core = OperationState.allCases.first(where: { $0.description == state }) {
-            filter.states = [Opq_V1_OperationState(core)]
+            filter.states = [core]
         }
         if let job {
             guard case .job(let id)? = TargetID(job, bare: { .job(JobID($0)) }) else {
                 throw fail(.usage, "'\(job)' is not a job id (write job-N)")
             }
-            filter.job = id.rawValue
+            filter.job = id
         }
         let connection = try Connection.open(global.endpoint)
-        var operations: [Opq_V1_OperationInfo] = []
+        let operations: [OperationStatus]
         do {
-            // Page through the whole list (the coordinator answers in pages).
-            while true {
-                let page = try connection.request { $0.listOperations = filter }.reply.operations
-                operations += page.operations
-                guard page.more, let last = page.operations.last else { break }
-                filter.after = last.id
-            }
+            operations = try connection.operations(filter)  // every page of them
         } catch {
             throw Connection.status(for: error)
         }
@@ -73,14 +65,14 @@ struct ListCommand: ParsableCommand {
     }
 
     /// One operation as a table line: id, name, job, state (or outcome), queue, priority, extras.
-    static func line(_ op: Opq_V1_OperationInfo) -> String {
-        let state = op.state == .finished ? JobProgress.word(op.outcome) : (op.coreState?.description ?? "?")
-        var line = "op-\(op.id)".padding(toLength: 8, withPad: " ", startingAt: 0) + " "
+    static func line(_ op: OperationStatus) -> String {
+        let state = op.state == .finished ? JobProgress.word(op.outcome) : (op.state?.description ?? "?")
+        var line = "op-\(op.id.rawValue)".padding(toLength: 8, withPad: " ", startingAt: 0) + " "
         line += (op.name.isEmpty ? "-" : op.name).padding(toLength: 20, withPad: " ", startingAt: 0) + " "
-        line += "job-\(op.job)".padding(toLength: 8, withPad: " ", startingAt: 0) + " "
-        line += state.padding(toLength: 10, withPad: " ", startingAt: 0) + " queue \(op.queue), \(op.queuePriority)"
-        if op.hasExitCode { line += ", exit \(op.exitCode)" }
-        if !op.worker.isEmpty { line += ", on \(op.worker)" }
+        line += "job-\(op.job.rawValue)".padding(toLength: 8, withPad: " ", startingAt: 0) + " "
+        line += state.padding(toLength: 10, withPad: " ", startingAt: 0) + " queue \(op.queue), \(op.priority)"
+        if let exitCode = op.exitCode { line += ", exit \(exitCode)" }
+        if let worker = op.worker { line += ", on \(worker)" }
         return line
     }
 }

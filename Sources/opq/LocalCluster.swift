@@ -29,7 +29,7 @@ extension LocalCluster {
 
     /// Starts a cluster and connects to it. A failure is printed (with the log of a process that
     /// exited) and becomes exit status 3; the caller stops the cluster it gets.
-    static func startConnected(workers: Int, slots: Int) throws(ExitStatus) -> (LocalCluster, CoordinatorConnection) {
+    static func startConnected(workers: Int, slots: Int) throws(ExitStatus) -> (LocalCluster, CoordinatorClient) {
         let cluster: LocalCluster
         do {
             cluster = try embedded(workers: workers, slots: slots)

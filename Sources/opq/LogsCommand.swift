@@ -2,7 +2,6 @@ import ArgumentParser
 import Foundation
 import OPQClient
 import OPQCore
-import OPQWire
 
 /// `opq logs OP`: the complete output of an operation's last attempt, while the coordinator keeps it.
 struct LogsCommand: ParsableCommand {
@@ -29,8 +28,8 @@ struct LogsCommand: ParsableCommand {
         let id = OperationID(try ShowCommand.operationID(operation))
         let connection = try Connection.open(global.endpoint)
         do {
-            for (stream, handle) in [(Opq_V1_OutputStream.stdout, FileHandle.standardOutput), (.stderr, FileHandle.standardError)] {
-                let name = stream == .stdout ? "stdout" : "stderr"
+            for (stream, handle) in [(StandardStream.standardOutput, FileHandle.standardOutput), (.standardError, FileHandle.standardError)] {
+                let name = stream.description
                 let copy = try connection.copyOutput(id, stream) { handle.write(Data($0)) }
                 if copy.expired {
                     try printTail(connection, id, stream, name: name, to: handle)
@@ -47,12 +46,11 @@ struct LogsCommand: ParsableCommand {
     }
 
     /// The tail the coordinator keeps from the finish report (when the spool has nothing).
-    private func printTail(_ connection: CoordinatorConnection, _ id: OperationID, _ stream: Opq_V1_OutputStream, name: String,
+    private func printTail(_ connection: CoordinatorClient, _ id: OperationID, _ stream: StandardStream, name: String,
                            to handle: FileHandle, onlyIfCut: Bool = true) throws(ClientError) {
-        let (info, raw) = try connection.operation(id, includeOutput: true)
-        let tail = stream == .stdout ? info.stdout : info.stderr
-        let bytes = tail.bytes(in: raw)
-        if onlyIfCut && tail.isTruncated(in: raw) {
+        let tail = try connection.operation(id, includeOutput: true).tail(stream)
+        let bytes = tail?.bytes ?? []
+        if onlyIfCut, let tail, tail.isTruncated {
             printError("opq: \(name) is no longer kept whole (expired from the output spool): its last \(bytes.count) of \(tail.totalBytes) bytes")
         }
         handle.write(Data(bytes))

@@ -3,7 +3,6 @@ import Foundation
 import OPQClient
 import OPQCore
 import OPQJobFile
-import OPQWire
 
 /// `opq map -- CMD {} ...`: one operation per input item, like xargs and GNU parallel.
 struct MapCommand: ParsableCommand {
@@ -116,7 +115,7 @@ struct MapCommand: ParsableCommand {
         SignalTrap.install()
 
         var cluster: LocalCluster?
-        let connection: CoordinatorConnection
+        let connection: CoordinatorClient
         if let local {
             let started = try LocalCluster.startConnected(workers: 1, slots: local)
             (cluster, connection) = (started.0, started.1)
@@ -138,7 +137,7 @@ struct MapCommand: ParsableCommand {
         }
         let submission = Submission(kept.map { all[$0] })
         let joblog = try reruns.openJoblog()
-        let receipt: Opq_V1_SubmitAccepted
+        let receipt: JobReceipt
         do {
             receipt = try connection.submit(submission)
         } catch {
@@ -147,7 +146,7 @@ struct MapCommand: ParsableCommand {
         if json {
             print(JSONOutput.receipt(receipt, names: submission.operations.map(\.name)))
         } else if noWait {
-            print("job-\(receipt.job)")
+            print("job-\(receipt.job.rawValue)")
         }
         if noWait { return }
         var foreground = ForegroundJob(connection: connection, receipt: receipt, specs: submission.operations,

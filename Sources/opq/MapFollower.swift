@@ -3,28 +3,27 @@ import Foundation
 import OPQClient
 import OPQCore
 import OPQJobFile
-import OPQWire
 
 /// Watches the operations of an `opq map` job start and finish (fed by ``JobProgress``): writes a
 /// joblog line as each finishes and applies `--halt` — `now` cancels the job, `soon` cancels the
 /// operations that have not started (one that is dispatched at that very moment may be cancelled too).
 final class MapFollower {
-    private let connection: CoordinatorConnection
-    private let job: UInt64
+    private let connection: CoordinatorClient
+    private let job: JobID
     /// The job's operations in submission order.
-    private let operations: [UInt64]
+    private let operations: [OperationID]
     /// Operation id → its item's sequence number (`{#}`) and command line as parallel writes it.
-    private let items: [UInt64: (seq: Int, command: String)]
+    private let items: [OperationID: (seq: Int, command: String)]
     /// `:` for every command (a private local cluster), else the worker's name.
     private let localHost: Bool
     private var joblog: FileHandle?
     private var halt: HaltTracker?
     private let haltSpelling: String
     /// Operation id → when its current attempt started (Unix seconds) and on which worker.
-    private var starts: [UInt64: (time: Double, worker: String)] = [:]
-    private var finished: Set<UInt64> = []
+    private var starts: [OperationID: (time: Double, worker: String)] = [:]
+    private var finished: Set<OperationID> = []
 
-    init(connection: CoordinatorConnection, receipt: Opq_V1_SubmitAccepted, items: [(seq: Int, command: String)],
+    init(connection: CoordinatorClient, receipt: JobReceipt, items: [(seq: Int, command: String)],
          localHost: Bool, joblog: FileHandle?, halt: HaltPolicy?, haltSpelling: String?) {
         self.connection = connection
         job = receipt.job
@@ -40,25 +39,25 @@ final class MapFollower {
     var isNeeded: Bool { joblog != nil || halt != nil }
 
     /// One operation event (see ``JobProgress/onEvent``).
-    func observe(_ event: Opq_V1_OperationEvent) {
+    func observe(_ event: RemoteEvent.StateChange) {
         let id = event.operation
         let time = event.time > 0 ? event.time : Date().timeIntervalSince1970
         switch event.state {
         case .dispatched, .executing:
-            if event.state == .executing || starts[id] == nil { starts[id] = (time, event.worker) }
+            if event.state == .executing || starts[id] == nil { starts[id] = (time, event.worker ?? "") }
         case .finished:
             guard finished.insert(id).inserted, let item = items[id] else { return }
             var start = starts[id]
             // Finished before the watch saw it start: its duration comes from the coordinator.
-            if start == nil, event.outcome != .cancelled || event.hasSignal || event.hasExitCode,
-               let duration = (try? connection.operation(OperationID(id)))?.info.durationSeconds {
-                start = (time - duration, event.worker)
+            if start == nil, event.outcome != .cancelled || event.signal != nil || event.exitCode != nil,
+               let duration = (try? connection.operation(id))?.duration {
+                start = (time - duration, event.worker ?? "")
             }
             guard let start else { return }  // never ran (cancelled first): not in the log, as parallel
             // Killed by the halt: parallel, which would not have started it (soon) or exits without waiting (now), logs no line.
             if halt?.halted != nil && event.outcome == .cancelled { return }
-            let signal = event.hasSignal ? Int(event.signal) : 0
-            let exitval = event.hasExitCode ? Int(event.exitCode) : (event.outcome == .succeeded ? 0 : signal != 0 ? 0 : -1)
+            let signal = event.signal.map(Int.init) ?? 0
+            let exitval = event.exitCode.map(Int.init) ?? (event.outcome == .succeeded ? 0 : signal != 0 ? 0 : -1)
             write(Joblog.Entry(seq: item.seq, host: localHost || start.worker.isEmpty ? ":" : start.worker, start: start.time,
                                runtime: max(0, time - start.time), exitval: exitval, signal: signal, command: item.command))
             halted(after: id, event)
@@ -72,22 +71,21 @@ final class MapFollower {
         joblog.write(Data((entry.line + "\n").utf8))
     }
 
-    private func halted(after id: UInt64, _ event: Opq_V1_OperationEvent) {
+    private func halted(after id: OperationID, _ event: RemoteEvent.StateChange) {
         guard var tracker = halt else { return }
-        let when = tracker.record(exitCode: event.hasExitCode ? event.exitCode : (event.outcome == .succeeded ? 0 : nil),
-                                  signal: event.hasSignal ? event.signal : nil)
+        let when = tracker.record(exitCode: event.exitCode ?? (event.outcome == .succeeded ? 0 : nil), signal: event.signal)
         halt = tracker
         guard let when else { return }
-        let item = items[id].map { "item \($0.seq) (\($0.command))" } ?? "op-\(id)"
+        let item = items[id].map { "item \($0.seq) (\($0.command))" } ?? "op-\(id.rawValue)"
         switch when {
         case .now:
-            printError("opq map: --halt \(haltSpelling) after \(item): cancelling job-\(job)")
-            try? connection.request(timeout: 5) { $0.cancel.job = job }
+            printError("opq map: --halt \(haltSpelling) after \(item): cancelling job-\(job.rawValue)")
+            _ = try? connection.cancel(.job(job), timeout: 5)
         case .soon:
             let waiting = operations.filter { starts[$0] == nil && !finished.contains($0) }
             let running = operations.count - waiting.count - finished.count
             printError("opq map: --halt \(haltSpelling) after \(item): starting no more commands, waiting for \(running) running")
-            for operation in waiting { try? connection.request(timeout: 5) { $0.cancel.operation = operation } }
+            for operation in waiting { _ = try? connection.cancel(.operation(operation), timeout: 5) }
         }
     }
 

@@ -1,6 +1,6 @@
 import ArgumentParser
 import OPQClient
-import OPQWire
+import OPQCore
 
 /// `opq map`'s output options, as GNU parallel's: the commands' output is printed (grouped per operation
 /// by default); see ``OutputPrinter``.
@@ -20,8 +20,8 @@ struct MapOutputOptions: ParsableArguments {
 
     /// The printer of a map job: command output to standard output (the job's own messages move to
     /// standard error), in the chosen mode. `items` are each operation's arguments, in input order.
-    func printer(_ connection: CoordinatorConnection, receipt: Opq_V1_SubmitAccepted, items: [[String]]) -> OutputPrinter {
-        var tags: [UInt64: String]?
+    func printer(_ connection: CoordinatorClient, receipt: JobReceipt, items: [[String]]) -> OutputPrinter {
+        var tags: [OperationID: String]?
         if tag { tags = Dictionary(zip(receipt.operations, items.map { $0.joined(separator: " ") }), uniquingKeysWith: { a, _ in a }) }
         return OutputPrinter(connection: connection, mode: keepOrder ? .keepOrder : lineBuffer ? .lineBuffer : .group,
                              order: receipt.operations, tags: tags, stdoutFD: OutputPrinter.takeStandardOutput())

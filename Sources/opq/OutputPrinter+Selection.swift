@@ -1,7 +1,6 @@
 import ArgumentParser
 import OPQClient
 import OPQCore
-import OPQWire
 
 extension OutputPrinter.Selection: ExpressibleByArgument {}
 
@@ -14,7 +13,7 @@ extension OutputPrinter {
     }
 
     /// The printer of `opq run` / `opq submit --wait` (nil for `none`): grouped per operation, with headers.
-    static func forJob(_ connection: CoordinatorConnection, receipt: Opq_V1_SubmitAccepted, specs: [OperationSpec],
+    static func forJob(_ connection: CoordinatorClient, receipt: JobReceipt, specs: [OperationSpec],
                        selection: Selection) -> OutputPrinter? {
         guard selection != .none else { return nil }
         let names = Dictionary(zip(receipt.operations, specs.map(\.name)), uniquingKeysWith: { a, _ in a })

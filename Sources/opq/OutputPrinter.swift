@@ -1,7 +1,6 @@
 import Foundation
 import OPQClient
 import OPQCore
-import OPQWire
 
 /// Prints the commands' output of a job as it runs: `opq map` (always), `opq run` and
 /// `opq submit --wait` (with `--output`). Each operation's stdout goes to standard output and its stderr
@@ -33,8 +32,8 @@ final class OutputPrinter {
     }
 
     private struct Key: Hashable {
-        var id: UInt64
-        var stream: Opq_V1_OutputStream
+        var id: OperationID
+        var stream: StandardStream
     }
 
     /// Where one stream of one operation got to.
@@ -46,22 +45,23 @@ final class OutputPrinter {
         var pending: [UInt8] = []
     }
 
-    private let connection: CoordinatorConnection
+    private let connection: CoordinatorClient
     private let mode: Mode
     private let selection: Selection
     /// Operation ids in input order.
-    private let order: [UInt64]
+    private let order: [OperationID]
     /// `--tag`: the text before each line, by operation.
-    private let tags: [UInt64: String]?
+    private let tags: [OperationID: String]?
     /// `opq run`: the label of each operation's header.
-    private let headers: [UInt64: String]?
+    private let headers: [OperationID: String]?
     private let stdoutFD: Int32
     private let stderrFD: Int32
     private var cursors: [Key: Cursor] = [:]
-    private var done: Set<UInt64> = []
-    private var outcomes: [UInt64: Opq_V1_Outcome] = [:]
+    private var done: Set<OperationID> = []
+    /// Operations seen finished, with their outcome (nil = finished as far as the job's end tells).
+    private var outcomes: [OperationID: Outcome?] = [:]
     private var nextInOrder = 0
-    private var running: Set<UInt64> = []
+    private var running: Set<OperationID> = []
     private var lastPoll = Date.distantPast
     private var failure: ClientError?
 
@@ -72,8 +72,8 @@ final class OutputPrinter {
     ///   - order: the job's operation ids in input order.
     ///   - stdoutFD: where operations' stdout goes (``takeStandardOutput()`` when the job's own messages
     ///     must leave standard output).
-    init(connection: CoordinatorConnection, mode: Mode, selection: Selection = .all, order: [UInt64],
-         tags: [UInt64: String]? = nil, headers: [UInt64: String]? = nil, stdoutFD: Int32 = STDOUT_FILENO) {
+    init(connection: CoordinatorClient, mode: Mode, selection: Selection = .all, order: [OperationID],
+         tags: [OperationID: String]? = nil, headers: [OperationID: String]? = nil, stdoutFD: Int32 = STDOUT_FILENO) {
         self.connection = connection
         self.mode = mode
         self.selection = selection
@@ -96,13 +96,13 @@ final class OutputPrinter {
     }
 
     /// A start or finish of an operation of the job (``JobProgress/onEvent``).
-    func changed(_ change: Opq_V1_OperationEvent) {
+    func changed(_ change: RemoteEvent.StateChange) {
         let id = change.operation
         switch change.state {
         case .executing where mode == .lineBuffer && !done.contains(id):
             running.insert(id)
         case .finished where outcomes[id] == nil:
-            outcomes[id] = change.outcome
+            outcomes[id] = .some(change.outcome)
             running.remove(id)
             switch mode {
             case .group, .lineBuffer: emit(id)
@@ -113,20 +113,31 @@ final class OutputPrinter {
         }
     }
 
-    /// A turn of the follow loop: with line buffering, passes on the lines written since the last poll.
+    /// When line buffering wants the next ``turn()``: 0.1 s after the last one while commands run (the
+    /// coordinator does not push output to clients yet, so running output is fetched at that pace);
+    /// nil when nothing is to be fetched.
+    var nextTurn: Date? {
+        guard mode == .lineBuffer, !running.isEmpty else { return nil }
+        return lastPoll.addingTimeInterval(Self.lineBufferInterval)
+    }
+
+    /// How often line buffering fetches the output of running commands.
+    static let lineBufferInterval = 0.1
+
+    /// A turn of the follow loop: with line buffering, passes on the lines written since the last fetch.
     func turn() {
-        guard mode == .lineBuffer, !running.isEmpty, Date().timeIntervalSince(lastPoll) >= 0.1 else { return }
+        guard mode == .lineBuffer, !running.isEmpty, Date().timeIntervalSince(lastPoll) >= Self.lineBufferInterval else { return }
         lastPoll = Date()
         for id in running.sorted() {
-            pump(Key(id: id, stream: .stdout), final: false)
-            pump(Key(id: id, stream: .stderr), final: false)
+            pump(Key(id: id, stream: .standardOutput), final: false)
+            pump(Key(id: id, stream: .standardError), final: false)
         }
     }
 
     /// The job finished: prints what was not printed yet, in input order.
     func finish() {
         for id in order where !done.contains(id) {
-            if outcomes[id] == nil { outcomes[id] = Opq_V1_Outcome.none }
+            if outcomes[id] == nil { outcomes[id] = .some(nil) }
             emit(id)
         }
         fflush(nil)
@@ -140,11 +151,11 @@ final class OutputPrinter {
     }
 
     /// Prints the rest of an operation's output (all of it unless line buffering printed some).
-    private func emit(_ id: UInt64) {
+    private func emit(_ id: OperationID) {
         guard done.insert(id).inserted else { return }
-        if selection == .none || (selection == .failed && outcomes[id] == .succeeded) { return }
-        pump(Key(id: id, stream: .stdout), final: true)
-        pump(Key(id: id, stream: .stderr), final: true)
+        if selection == .none || (selection == .failed && outcomes[id] == .some(.succeeded)) { return }
+        pump(Key(id: id, stream: .standardOutput), final: true)
+        pump(Key(id: id, stream: .standardError), final: true)
     }
 
     /// Copies what the coordinator holds of one stream from the cursor on; `final` also flushes a pending
@@ -153,7 +164,7 @@ final class OutputPrinter {
         guard failure == nil else { return }
         var cursor = cursors[key] ?? Cursor()
         do {
-            let copy = try connection.copyOutput(OperationID(key.id), key.stream, from: cursor.offset) { bytes in
+            let copy = try connection.copyOutput(key.id, key.stream, from: cursor.offset) { bytes in
                 deliver(bytes, key, &cursor)
             }
             cursor.offset = copy.offset
@@ -179,10 +190,9 @@ final class OutputPrinter {
 
     /// Nothing is spooled (no output, or dropped): prints the tail the coordinator kept, if any.
     private func printTail(_ key: Key, _ cursor: inout Cursor) throws(ClientError) {
-        let (info, raw) = try connection.operation(OperationID(key.id), includeOutput: true)
-        let tail = key.stream == .stdout ? info.stdout : info.stderr
-        let bytes = tail.bytes(in: raw)
-        if tail.totalBytes > UInt64(bytes.count) {
+        guard let tail = try connection.operation(key.id, includeOutput: true).tail(key.stream) else { return }
+        let bytes = tail.bytes
+        if tail.isTruncated {
             note("\(streamName(key)) of \(label(key.id)) is no longer kept whole: only its last \(bytes.count) of \(tail.totalBytes) bytes")
         }
         if !bytes.isEmpty { write(bytes, key, &cursor) }
@@ -209,8 +219,9 @@ final class OutputPrinter {
         let fd = fd(key)
         if let headers, !cursor.headed {
             cursor.headed = true
-            let name = headers[key.id].map { $0.isEmpty ? "op-\(key.id)" : "\($0) (op-\(key.id))" } ?? "op-\(key.id)"
-            put(Array("--- \(name)\(key.stream == .stderr ? " stderr" : "") ---\n".utf8), fd)
+            let op = "op-\(key.id.rawValue)"
+            let name = headers[key.id].map { $0.isEmpty ? op : "\($0) (\(op))" } ?? op
+            put(Array("--- \(name)\(key.stream == .standardError ? " stderr" : "") ---\n".utf8), fd)
         }
         guard let tag = tags?[key.id] else {
             put(bytes, fd)
@@ -228,14 +239,14 @@ final class OutputPrinter {
         put(out, fd)
     }
 
-    private func fd(_ key: Key) -> Int32 { key.stream == .stdout ? stdoutFD : stderrFD }
+    private func fd(_ key: Key) -> Int32 { key.stream == .standardOutput ? stdoutFD : stderrFD }
 
-    private func streamName(_ key: Key) -> String { key.stream == .stdout ? "stdout" : "stderr" }
+    private func streamName(_ key: Key) -> String { key.stream.description }
 
-    private func label(_ id: UInt64) -> String {
-        if let name = headers?[id], !name.isEmpty { return "\(name) (op-\(id))" }
-        if let tag = tags?[id] { return "\(tag) (op-\(id))" }
-        return "op-\(id)"
+    private func label(_ id: OperationID) -> String {
+        if let name = headers?[id], !name.isEmpty { return "\(name) (op-\(id.rawValue))" }
+        if let tag = tags?[id] { return "\(tag) (op-\(id.rawValue))" }
+        return "op-\(id.rawValue)"
     }
 
     private func note(_ text: String) {

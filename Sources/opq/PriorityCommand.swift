@@ -2,7 +2,6 @@ import ArgumentParser
 import Foundation
 import OPQClient
 import OPQCore
-import OPQWire
 
 /// `opq priority OP P`: change an operation's queue priority.
 struct PriorityCommand: ParsableCommand {
@@ -38,10 +37,7 @@ struct PriorityCommand: ParsableCommand {
         guard let level = QueuePriority(parsing: priority) else { throw fail(.usage, "'\(priority)' is not a priority") }
         let connection = try Connection.open(global.endpoint)
         do {
-            try connection.request {
-                $0.setPriority.operation = id
-                $0.setPriority.priority = level.wireValue
-            }
+            try connection.setPriority(of: OperationID(id), to: level)
         } catch {
             throw Connection.status(for: error)
         }

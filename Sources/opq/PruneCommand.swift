@@ -1,7 +1,7 @@
 import ArgumentParser
 import Foundation
 import OPQClient
-import OPQWire
+import OPQCore
 
 /// `opq prune`: forget finished jobs, in the coordinator and in its journal.
 struct PruneCommand: ParsableCommand {
@@ -36,22 +36,19 @@ struct PruneCommand: ParsableCommand {
 
     func run() throws {
         let connection = try Connection.open(global.endpoint)
-        let pruned: Opq_V1_Pruned
+        let pruned: PruneResult
         do {
-            pruned = try connection.request {
-                $0.prune = Opq_V1_Prune()
-                if let olderThan { $0.prune.olderThanSeconds = PruneCommand.seconds(olderThan)! }
-            }.reply.pruned
+            pruned = try connection.prune(olderThan: olderThan.map { PruneCommand.seconds($0)! })
         } catch {
             throw Connection.status(for: error)
         }
         if json {
-            print(JSONOutput.string(["jobs": pruned.jobs, "operations": pruned.operations]))
+            print(JSONOutput.string(["jobs": pruned.jobs.map(\.rawValue), "operations": pruned.operations]))
         } else if pruned.jobs.isEmpty {
             print("nothing to prune")
         } else {
             print("pruned \(pruned.jobs.count) job\(pruned.jobs.count == 1 ? "" : "s") (\(pruned.operations) operations): "
-                  + pruned.jobs.map { "job-\($0)" }.joined(separator: " "))
+                  + pruned.jobs.map { "job-\($0.rawValue)" }.joined(separator: " "))
         }
     }
 

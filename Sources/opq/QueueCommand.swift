@@ -2,7 +2,6 @@ import ArgumentParser
 import Foundation
 import OPQClient
 import OPQCore
-import OPQWire
 
 /// `opq queue set Q --max-concurrent N`: change a queue's settings.
 struct QueueCommand: ParsableCommand {
@@ -45,7 +44,7 @@ struct QueueSetCommand: ParsableCommand {
     }
 
     func run() throws {
-        try QueueSettingsChange.apply(global.endpoint, queue: queue) { $0.maxConcurrent = maxConcurrent }
+        try QueueSettingsChange.apply(global.endpoint, queue: queue, QueueSettings(maxConcurrent: Int(maxConcurrent)))
         print("queue \(queue): maxConcurrent \(maxConcurrent < 0 ? "no limit" : String(maxConcurrent))")
     }
 }

@@ -2,7 +2,6 @@ import ArgumentParser
 import Foundation
 import OPQClient
 import OPQCore
-import OPQWire
 
 /// `opq resume [--queue Q]`: dispatch a suspended queue's operations again (isSuspended = false).
 struct ResumeCommand: ParsableCommand {
@@ -22,7 +21,7 @@ struct ResumeCommand: ParsableCommand {
     var queue = "default"
 
     func run() throws {
-        try QueueSettingsChange.apply(global.endpoint, queue: queue) { $0.suspended = false }
+        try QueueSettingsChange.apply(global.endpoint, queue: queue, QueueSettings(isSuspended: false))
         print("queue \(queue): resumed")
     }
 }

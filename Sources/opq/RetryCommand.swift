@@ -2,7 +2,6 @@ import ArgumentParser
 import Foundation
 import OPQClient
 import OPQCore
-import OPQWire
 
 /// `opq retry JOB [--failed] [--cancelled]`: submit a job's failed and cancelled operations again, as
 /// a new job, with the dependants that did not succeed because of them.
@@ -40,86 +39,68 @@ struct RetryCommand: ParsableCommand {
         guard case .job(let id)? = TargetID(job, bare: { .job(JobID($0)) }) else {
             throw fail(.usage, "'\(job)' is not a job id (write job-N)")
         }
-        let outcomes: Set<Opq_V1_Outcome> = failed || cancelled ? Set([failed ? .failed : nil, cancelled ? .cancelled : nil].compactMap { $0 })
+        let outcomes: Set<Outcome> = failed || cancelled ? Set([failed ? .failed : nil, cancelled ? .cancelled : nil].compactMap { $0 })
             : [.failed, .cancelled]
         let connection = try Connection.open(global.endpoint)
-        let receipt: Opq_V1_SubmitAccepted
+        let receipt: JobReceipt
         let plan: RetryPlan
         do {
-            let reply = try connection.request {
-                $0.getJob.job = id.rawValue
-                $0.getJob.includeOperations = true
-            }.reply
-            plan = RetryPlan(reply.job.details, retrying: outcomes)
+            plan = RetryPlan(try connection.job(id).operations, retrying: outcomes)
             guard !plan.specs.isEmpty else {
                 printError("opq retry: job-\(id.rawValue) has no \(outcomes.count == 2 ? "failed or cancelled" : failed ? "failed" : "cancelled") operation to retry")
                 throw ExitStatus.someFailed
             }
-            receipt = try connection.submit(Submission(plan.specs.map(OperationSpec.init)),
-                                            idempotencyKey: "opq-retry-\(UUID().uuidString)")
+            receipt = try connection.submit(Submission(plan.specs), idempotencyKey: "opq-retry-\(UUID().uuidString)")
         } catch let error as ClientError {
             throw Connection.status(for: error)
         }
-        print("job-\(receipt.job): retrying \(plan.specs.count) operation(s) of job-\(id.rawValue) as a new job")
+        print("job-\(receipt.job.rawValue): retrying \(plan.specs.count) operation(s) of job-\(id.rawValue) as a new job")
         for (old, new) in zip(plan.originals, receipt.operations) {
             let name = old.name.isEmpty ? "" : "\(old.name) "
-            print("  \(name)(op-\(old.id) \(JobProgress.word(old.outcome)) → op-\(new))")
+            print("  \(name)(op-\(old.id.rawValue) \(JobProgress.word(old.outcome)) → op-\(new.rawValue))")
         }
         guard wait else { return }
         SignalTrap.install()
-        try ForegroundJob(connection: connection, receipt: receipt, specs: plan.specs.map(OperationSpec.init),
-                          title: "job-\(receipt.job)", verbosity: .everything, onInterrupt: .detach).run()
+        try ForegroundJob(connection: connection, receipt: receipt, specs: plan.specs,
+                          title: "job-\(receipt.job.rawValue)", verbosity: .everything, onInterrupt: .detach).run()
     }
 }
 
-/// The operations `opq retry` submits again (see ``RetryCommand``), as wire specs in the job's order.
+/// The operations `opq retry` submits again (see ``RetryCommand``), as specs in the job's order.
 struct RetryPlan {
     /// The operations retried, in the job's order.
-    let originals: [Opq_V1_OperationInfo]
+    let originals: [OperationStatus]
     /// Their specs for the new job.
-    let specs: [Opq_V1_OperationSpec]
+    let specs: [OperationSpec]
 
     /// - Complexity: O(operations + edges).
-    init(_ operations: [Opq_V1_OperationInfo], retrying outcomes: Set<Opq_V1_Outcome>) {
+    init(_ operations: [OperationStatus], retrying outcomes: Set<Outcome>) {
         let byID = Dictionary(operations.map { ($0.id, $0) }) { first, _ in first }
-        var dependants: [UInt64: [UInt64]] = [:]
+        var dependants: [OperationID: [OperationID]] = [:]
         for info in operations {
             for dependency in info.dependencies where byID[dependency] != nil { dependants[dependency, default: []].append(info.id) }
         }
-        let finishedWithout = { (info: Opq_V1_OperationInfo) in info.state == .finished && info.outcome != .succeeded }
-        var selected: Set<UInt64> = []
-        var pending = operations.filter { $0.state == .finished && outcomes.contains($0.outcome) }.map(\.id)
+        let finishedWithout = { (info: OperationStatus) in info.state == .finished && info.outcome != .succeeded }
+        var selected: Set<OperationID> = []
+        var pending = operations.filter { $0.state == .finished && $0.outcome.map(outcomes.contains) == true }.map(\.id)
         while let id = pending.popLast() {
             guard selected.insert(id).inserted else { continue }
             pending += (dependants[id] ?? []).filter { byID[$0].map(finishedWithout) ?? false }
         }
         originals = operations.filter { selected.contains($0.id) }
         let referenced = Set(originals.flatMap(\.dependencies).filter(selected.contains))
-        let name = { (info: Opq_V1_OperationInfo) in info.name.isEmpty && referenced.contains(info.id) ? "op-\(info.id)" : info.name }
+        let name = { (info: OperationStatus) in info.name.isEmpty && referenced.contains(info.id) ? "op-\(info.id.rawValue)" : info.name }
         specs = originals.map { info in
-            var spec = Opq_V1_OperationSpec()
-            spec.name = name(info)
-            spec.queue = info.queue
-            if info.hasWork { spec.work = info.work }
-            spec.dependencies = info.dependencies.compactMap { dependency in
-                var reference = Opq_V1_DependencyRef()
-                if selected.contains(dependency), let old = byID[dependency] {
-                    reference.name = name(old)
-                } else if byID[dependency]?.outcome == .succeeded {
-                    return nil  // done: nothing to wait for
-                } else {
-                    reference.id = dependency
-                }
-                return reference
+            let dependencies = info.dependencies.compactMap { dependency -> DependencyReference? in
+                if selected.contains(dependency), let old = byID[dependency] { return .name(name(old)) }
+                if byID[dependency]?.outcome == .succeeded { return nil }  // done: nothing to wait for
+                return .id(dependency)
             }
-            spec.priority = info.priority
-            spec.qos = info.qos
-            spec.requires = info.requires
-            spec.retries = UInt32(max(0, Int(info.attempt) - 1)) + info.retriesLeft  // the attempts it was given
-            if info.hasTimeoutSeconds { spec.timeoutSeconds = info.timeoutSeconds }
-            spec.labels = info.labels
-            spec.barrier = info.barrier
-            return spec
+            return OperationSpec(
+                name: name(info), queue: info.queue, work: info.work, dependencies: dependencies, priority: info.priority,
+                qualityOfService: info.qualityOfService, requires: info.requires,
+                retries: max(0, info.attempt - 1) + info.retriesLeft,  // the attempts it was given
+                timeout: info.timeout, labels: info.labels, isBarrier: info.isBarrier)
         }
     }
 }

@@ -3,7 +3,6 @@ import Foundation
 import OPQClient
 import OPQCore
 import OPQJobFile
-import OPQWire
 
 /// `opq run FILE`: the embedded one-machine mode.
 struct RunCommand: ParsableCommand {
@@ -70,14 +69,14 @@ struct RunCommand: ParsableCommand {
         let (cluster, connection) = try LocalCluster.startConnected(workers: workers, slots: slots ?? ProcessInfo.processInfo.activeProcessorCount)
         defer { cluster.stop() }
 
-        let receipt: Opq_V1_SubmitAccepted
+        let receipt: JobReceipt
         do {
             receipt = try connection.submit(submission)
         } catch {
             throw JobFileLoading.status(for: error, jobFile: jobFile)
         }
         let slotCount = slots ?? ProcessInfo.processInfo.activeProcessorCount
-        print("opq run \(file): job-\(receipt.job), \(receipt.operations.count) operations, \(workers) worker(s) × \(slotCount) slots")
+        print("opq run \(file): job-\(receipt.job.rawValue), \(receipt.operations.count) operations, \(workers) worker(s) × \(slotCount) slots")
         record.accepted(receipt, submission)
         var foreground = ForegroundJob(connection: connection, receipt: receipt, specs: submission.operations,
                                        title: "opq run \(file)", verbosity: .everything, onInterrupt: .cancel, cluster: cluster)

@@ -1,7 +1,7 @@
 import Foundation
+import OPQClient
 import OPQCore
 import OPQJobFile
-import OPQWire
 
 /// What `opq run FILE` remembers of its last run, for `opq run FILE --resume` (see ``RerunPlan``).
 ///
@@ -30,8 +30,8 @@ final class RunResume {
     /// The records kept from the last run (operations not run again).
     private var kept: [String: Record] = [:]
     /// Outcomes of this run, by operation id.
-    private var outcomes: [UInt64: Opq_V1_Outcome] = [:]
-    private var names: [UInt64: String] = [:]
+    private var outcomes: [OperationID: Outcome] = [:]
+    private var names: [OperationID: String] = [:]
 
     init(file: String, jobFile: JobFile) {
         self.file = URL(fileURLWithPath: file).standardizedFileURL.path
@@ -82,12 +82,12 @@ final class RunResume {
     }
 
     /// Names the operations of the accepted job (to record their outcomes by name).
-    func accepted(_ receipt: Opq_V1_SubmitAccepted, _ submission: Submission) {
+    func accepted(_ receipt: JobReceipt, _ submission: Submission) {
         for (id, spec) in zip(receipt.operations, submission.operations) { names[id] = spec.name }
     }
 
     /// One operation event (see ``JobProgress/onEvent``).
-    func observe(_ event: Opq_V1_OperationEvent) {
+    func observe(_ event: RemoteEvent.StateChange) {
         if event.state == .finished { outcomes[event.operation] = event.outcome }
     }
 

@@ -3,7 +3,6 @@ import Foundation
 import OPQClient
 import OPQCore
 import OPQJobFile
-import OPQWire
 
 /// `opq show OP`: everything known about one operation.
 struct ShowCommand: ParsableCommand {
@@ -40,9 +39,9 @@ struct ShowCommand: ParsableCommand {
     func run() throws {
         let id = try ShowCommand.operationID(operation)
         let connection = try Connection.open(global.endpoint)
-        let info: Opq_V1_OperationInfo
+        let info: OperationStatus
         do {
-            info = try connection.request { $0.getOperation.operation = id }.reply.operation
+            info = try connection.operation(OperationID(id))
         } catch {
             throw Connection.status(for: error)
         }
@@ -50,70 +49,69 @@ struct ShowCommand: ParsableCommand {
             var object = JSONOutput.operation(info)
             object["version"] = JSONOutput.version
             for (key, value) in Self.work(info.work) { object[key] = value }
-            object["dependencies"] = info.dependencies
+            object["dependencies"] = info.dependencies.map(\.rawValue)
             object["labels"] = info.labels
             object["waiting"] = info.blockers.map(JSONOutput.blocker)
             if info.state == .finished {  // as `opq watch --json`: "" for a plain success, "up to date", "exit status 1", …
-                object["reason"] = JobProgress.detail(outcome: info.outcome, reason: info.reason, exitCode: info.hasExitCode ? info.exitCode : nil,
-                                                      signal: info.hasSignal ? info.signal : nil)
+                object["reason"] = JobProgress.detail(outcome: info.outcome, reason: info.reason, exitCode: info.exitCode, signal: info.signal)
             }
             print(JSONOutput.string(object))
             return
         }
-        let state = info.state == .finished ? JobProgress.word(info.outcome) : (info.coreState?.description ?? "?")
-        print("op-\(info.id)\(info.name.isEmpty ? "" : " (\(info.name))")")
-        print("  job:        job-\(info.job)")
+        let state = info.state == .finished ? JobProgress.word(info.outcome) : (info.state?.description ?? "?")
+        print("op-\(info.id.rawValue)\(info.name.isEmpty ? "" : " (\(info.name))")")
+        print("  job:        job-\(info.job.rawValue)")
         if let command = Self.commandLine(info.work) { print("  command:    \(command)") }
         print("  queue:      \(info.queue)")
-        print("  state:      \(state)\(info.cancelled && info.state != .finished ? " (cancelled)" : "")"
+        print("  state:      \(state)\(info.isCancelled && info.state != .finished ? " (cancelled)" : "")"
               + (info.state == .finished && info.reason == .upToDate ? " (up to date: outputs newer than inputs, not run)" : ""))
-        print("  priority:   \(info.queuePriority)")
+        print("  priority:   \(info.priority)")
         print("  attempts:   \(info.attempt)")
-        if !info.worker.isEmpty {
-            print("  worker:     \(info.worker)")
-        } else if !info.finishedBy.isEmpty {
-            print("  worker:     ran on \(info.finishedBy)")
+        if let worker = info.worker {
+            print("  worker:     \(worker)")
+        } else if let finishedBy = info.finishedBy {
+            print("  worker:     ran on \(finishedBy)")
         }
-        if info.hasStartedAt { print("  started:    \(JSONOutput.time(info.startedAt, local: true))") }
-        if info.hasEndedAt {
-            print("  ended:      \(JSONOutput.time(info.endedAt, local: true))" + String(format: " (after %.2f s)", info.durationSeconds))
+        if let startedAt = info.startedAt { print("  started:    \(JSONOutput.time(startedAt, local: true))") }
+        if let endedAt = info.endedAt {
+            print("  ended:      \(JSONOutput.time(endedAt, local: true))" + String(format: " (after %.2f s)", info.duration ?? 0))
         }
-        if info.hasExitCode { print("  exit code:  \(info.exitCode)") }
-        if info.hasSignal { print("  signal:     \(info.signal)") }
-        if info.hasDurationSeconds { print(String(format: "  duration:   %.2f s", info.durationSeconds)) }
-        if !info.dependencies.isEmpty { print("  after:      " + info.dependencies.map { "op-\($0)" }.joined(separator: " ")) }
-        if info.barrier { print("  barrier:    yes") }
-        for (k, blocker) in info.blockers.enumerated() { print((k == 0 ? "  waiting:    " : "              ") + blocker.text) }
+        if let exitCode = info.exitCode { print("  exit code:  \(exitCode)") }
+        if let signal = info.signal { print("  signal:     \(signal)") }
+        if let duration = info.duration { print(String(format: "  duration:   %.2f s", duration)) }
+        if !info.dependencies.isEmpty { print("  after:      " + info.dependencies.map { "op-\($0.rawValue)" }.joined(separator: " ")) }
+        if info.isBarrier { print("  barrier:    yes") }
+        for (k, blocker) in info.blockers.enumerated() { print((k == 0 ? "  waiting:    " : "              ") + blocker.description) }
     }
 
     /// What the operation runs, for --json: `command` (argv), `shell` (the script of a `/bin/sh -c`),
     /// `commands` (a list, each as argv) or `handler` (its name); nothing for an empty operation.
-    static func work(_ work: Opq_V1_Work) -> [String: Any] {
-        switch work.kind {
+    static func work(_ work: Work) -> [String: Any] {
+        switch work {
         case .command(let command):
             if let script = shellScript(command) { return ["shell": script] }
             return ["command": command.argv]
-        case .commands(let list): return ["commands": list.commands.map(\.argv)]
-        case .handler(let handler): return ["handler": handler.name]
-        case nil: return [:]
+        case .commands(let list): return ["commands": list.map(\.argv)]
+        case .handler(let name, _): return ["handler": name]
+        case .empty: return [:]
         }
     }
 
     /// What the operation runs as one line: a script as written, argv words quoted as a shell would need.
-    static func commandLine(_ work: Opq_V1_Work) -> String? {
-        func line(_ command: Opq_V1_Command) -> String {
+    static func commandLine(_ work: Work) -> String? {
+        func line(_ command: Command) -> String {
             shellScript(command) ?? command.argv.map(Joblog.quoted).joined(separator: " ")
         }
-        switch work.kind {
+        switch work {
         case .command(let command): return line(command)
-        case .commands(let list): return list.commands.map(line).joined(separator: " && ")
-        case .handler(let handler): return "handler \(handler.name)"
-        case nil: return nil
+        case .commands(let list): return list.map(line).joined(separator: " && ")
+        case .handler(let name, _): return "handler \(name)"
+        case .empty: return nil
         }
     }
 
     /// The script of a `/bin/sh -c SCRIPT` command (how `shell:` and `--shell` run), else nil.
-    private static func shellScript(_ command: Opq_V1_Command) -> String? {
+    private static func shellScript(_ command: Command) -> String? {
         let argv = command.argv
         return argv.count == 3 && argv[0] == "/bin/sh" && argv[1] == "-c" ? argv[2] : nil
     }

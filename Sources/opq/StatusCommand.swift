@@ -2,7 +2,6 @@ import ArgumentParser
 import Foundation
 import OPQClient
 import OPQCore
-import OPQWire
 
 /// `opq status [JOB]`: jobs and queues, or one job's operations.
 struct StatusCommand: ParsableCommand {
@@ -32,7 +31,7 @@ struct StatusCommand: ParsableCommand {
                 guard case .job(let id)? = TargetID(job, bare: { .job(JobID($0)) }) else {
                     throw fail(.usage, "'\(job)' is not a job id (write job-N)")
                 }
-                try showJob(connection, id.rawValue)
+                try showJob(connection, id)
             } else {
                 try showOverview(connection)
             }
@@ -41,58 +40,55 @@ struct StatusCommand: ParsableCommand {
         }
     }
 
-    private func showJob(_ connection: CoordinatorConnection, _ job: UInt64) throws(ClientError) {
-        let info = try connection.request {
-            $0.getJob.job = job
-            $0.getJob.includeOperations = true
-        }.reply.job
+    private func showJob(_ connection: CoordinatorClient, _ job: JobID) throws(ClientError) {
+        let info = try connection.job(job)
         if json {
-            print(JSONOutput.string(["version": JSONOutput.version, "job": info.id, "finished": info.finished, "counts": Self.counts(info.counts),
-                                     "operations": info.details.map(JSONOutput.operation)]))
+            print(JSONOutput.string(["version": JSONOutput.version, "job": info.id.rawValue, "finished": info.isFinished, "counts": Self.counts(info.counts),
+                                     "operations": info.operations.map(JSONOutput.operation)]))
             return
         }
-        print("job-\(info.id): \(info.finished ? "finished" : "running") — " + Self.describe(info.counts))
-        for op in info.details {
-            let state = op.state == .finished ? JobProgress.word(op.outcome) : (op.coreState?.description ?? "?")
-            var line = "  op-\(op.id)".padding(toLength: 10, withPad: " ", startingAt: 0) + " "
+        print("job-\(info.id.rawValue): \(info.isFinished ? "finished" : "running") — " + Self.describe(info.counts))
+        for op in info.operations {
+            let state = op.state == .finished ? JobProgress.word(op.outcome) : (op.state?.description ?? "?")
+            var line = "  op-\(op.id.rawValue)".padding(toLength: 10, withPad: " ", startingAt: 0) + " "
             line += (op.name.isEmpty ? "-" : op.name).padding(toLength: 20, withPad: " ", startingAt: 0) + " "
             line += state.padding(toLength: 10, withPad: " ", startingAt: 0) + " queue \(op.queue)"
-            if op.hasExitCode { line += ", exit \(op.exitCode)" }
-            if op.hasDurationSeconds { line += String(format: ", %.2f s", op.durationSeconds) }
-            if !op.worker.isEmpty { line += ", on \(op.worker)" }
+            if let exitCode = op.exitCode { line += ", exit \(exitCode)" }
+            if let duration = op.duration { line += String(format: ", %.2f s", duration) }
+            if let worker = op.worker { line += ", on \(worker)" }
             print(line)
         }
     }
 
-    private func showOverview(_ connection: CoordinatorConnection) throws(ClientError) {
-        let jobs = try connection.request { $0.listJobs = Opq_V1_ListJobs() }.reply.jobs.jobs
-        let queues = try connection.request { $0.listQueues = Opq_V1_ListQueues() }.reply.queues.queues
+    private func showOverview(_ connection: CoordinatorClient) throws(ClientError) {
+        let jobs = try connection.jobs()
+        let queues = try connection.queues()
         if json {
             print(JSONOutput.string([
                 "version": JSONOutput.version,
-                "jobs": jobs.map { ["id": $0.id, "finished": $0.finished, "counts": Self.counts($0.counts)] as [String: Any] },
+                "jobs": jobs.map { ["id": $0.id.rawValue, "finished": $0.isFinished, "counts": Self.counts($0.counts)] as [String: Any] },
                 "queues": queues.map {
-                    ["name": $0.name, "maxConcurrent": $0.maxConcurrent, "suspended": $0.suspended, "counts": Self.counts($0.counts)] as [String: Any]
+                    ["name": $0.name, "maxConcurrent": $0.maxConcurrentOperationCount, "suspended": $0.isSuspended, "counts": Self.counts($0.counts)] as [String: Any]
                 },
             ]))
             return
         }
         print(jobs.isEmpty ? "no jobs" : "jobs:")
-        for job in jobs { print("  job-\(job.id): \(job.finished ? "finished" : "running") — " + Self.describe(job.counts)) }
+        for job in jobs { print("  job-\(job.id.rawValue): \(job.isFinished ? "finished" : "running") — " + Self.describe(job.counts)) }
         print(queues.isEmpty ? "no queues" : "queues:")
         for queue in queues {
-            let limit = queue.maxConcurrent < 0 ? "no limit" : "maxConcurrent \(queue.maxConcurrent)"
-            print("  \(queue.name): \(limit)\(queue.suspended ? ", suspended" : "") — " + Self.describe(queue.counts))
+            let limit = queue.maxConcurrentOperationCount < 0 ? "no limit" : "maxConcurrent \(queue.maxConcurrentOperationCount)"
+            print("  \(queue.name): \(limit)\(queue.isSuspended ? ", suspended" : "") — " + Self.describe(queue.counts))
             for line in queue.tooLarge { print("    waiting: \(line)") }
         }
     }
 
-    static func counts(_ counts: Opq_V1_Counts) -> [String: UInt64] {
+    static func counts(_ counts: OperationCounts) -> [String: Int] {
         ["pending": counts.pending, "ready": counts.ready, "dispatched": counts.dispatched, "executing": counts.executing,
          "succeeded": counts.succeeded, "failed": counts.failed, "cancelled": counts.cancelled]
     }
 
-    static func describe(_ counts: Opq_V1_Counts) -> String {
+    static func describe(_ counts: OperationCounts) -> String {
         let finished = counts.succeeded + counts.failed + counts.cancelled
         let total = finished + counts.pending + counts.ready + counts.dispatched + counts.executing
         return "\(finished)/\(total) finished (\(counts.succeeded) succeeded, \(counts.failed) failed, \(counts.cancelled) cancelled), "

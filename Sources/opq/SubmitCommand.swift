@@ -3,7 +3,6 @@ import Foundation
 import OPQClient
 import OPQCore
 import OPQJobFile
-import OPQWire
 
 /// `opq submit FILE`: send a job file to a running coordinator.
 struct SubmitCommand: ParsableCommand {
@@ -57,7 +56,7 @@ struct SubmitCommand: ParsableCommand {
         let loaded = try JobFileLoading.load(file, force: force)
         let connection = try Connection.open(global.endpoint)
         let jobFile = try JobFileLoading.waitingForJobs(loaded, adding: after, connection: connection)
-        let receipt: Opq_V1_SubmitAccepted
+        let receipt: JobReceipt
         do {
             // One key per invocation: a resend after a timeout returns the first receipt, not a second job.
             receipt = try connection.submit(jobFile.submission, idempotencyKey: "opq-submit-\(UUID().uuidString)")
@@ -68,7 +67,7 @@ struct SubmitCommand: ParsableCommand {
         if json {
             print(JSONOutput.receipt(receipt, names: specs.map(\.name)))
         } else {
-            print("job-\(receipt.job)")
+            print("job-\(receipt.job.rawValue)")
         }
         guard wait else { return }
         SignalTrap.install()
@@ -81,7 +80,7 @@ struct SubmitCommand: ParsableCommand {
             }
             return
         }
-        var foreground = ForegroundJob(connection: connection, receipt: receipt, specs: specs, title: "job-\(receipt.job)",
+        var foreground = ForegroundJob(connection: connection, receipt: receipt, specs: specs, title: "job-\(receipt.job.rawValue)",
                                        verbosity: quiet ? .nothing : .everything, onInterrupt: .detach)
         foreground.output = OutputPrinter.forJob(connection, receipt: receipt, specs: specs, selection: output)
         try foreground.run()

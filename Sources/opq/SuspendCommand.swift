@@ -2,7 +2,6 @@ import ArgumentParser
 import Foundation
 import OPQClient
 import OPQCore
-import OPQWire
 
 /// `opq suspend [--queue Q]`: stop dispatching a queue's operations (isSuspended = true).
 struct SuspendCommand: ParsableCommand {
@@ -25,20 +24,17 @@ struct SuspendCommand: ParsableCommand {
     var queue = "default"
 
     func run() throws {
-        try QueueSettingsChange.apply(global.endpoint, queue: queue) { $0.suspended = true }
+        try QueueSettingsChange.apply(global.endpoint, queue: queue, QueueSettings(isSuspended: true))
         print("queue \(queue): suspended")
     }
 }
 
 /// Sending one `SetQueue` (the shared part of suspend, resume and queue set).
 enum QueueSettingsChange {
-    static func apply(_ endpoint: String, queue: String, _ change: (inout Opq_V1_QueueSettings) -> Void) throws {
-        var settings = Opq_V1_QueueSettings()
-        settings.queue = queue
-        change(&settings)
+    static func apply(_ endpoint: String, queue: String, _ settings: QueueSettings) throws {
         let connection = try Connection.open(endpoint)
         do {
-            try connection.request { $0.setQueue = settings }
+            try connection.configureQueue(queue, settings)
         } catch {
             throw Connection.status(for: error)
         }

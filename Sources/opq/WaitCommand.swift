@@ -2,7 +2,6 @@ import ArgumentParser
 import Foundation
 import OPQClient
 import OPQCore
-import OPQWire
 
 /// `opq wait JOB|OP`: block until a job or an operation has finished.
 struct WaitCommand: ParsableCommand {
@@ -43,9 +42,9 @@ struct WaitCommand: ParsableCommand {
         do {
             switch id {
             case .job(let job):
-                let summary = try Self.waitForJob(connection, job: job.rawValue, timeout: timeout)
+                let summary = try Self.waitForJob(connection, job: job, timeout: timeout)
                 let counts = ["succeeded", "failed", "cancelled"].enumerated().map { k, word in
-                    "\(summary.count([.succeeded, .failed, .cancelled][k])) \(word)"
+                    "\(summary.count([Outcome.succeeded, .failed, .cancelled][k])) \(word)"
                 }
                 let unfinished = summary.operations.filter { $0.state != .finished }.count
                 if json {
@@ -56,49 +55,47 @@ struct WaitCommand: ParsableCommand {
                 }
                 if !summary.allSucceeded { throw ExitStatus.someFailed }
             case .operation(let operation):
-                let info = try Self.waitForOperation(connection, operation: operation.rawValue, timeout: timeout)
+                let info = try Self.waitForOperation(connection, operation: operation, timeout: timeout)
                 let word = info.state == .finished ? JobProgress.word(info.outcome) : "unfinished (timed out)"
-                print(json ? JSONOutput.string(JSONOutput.operation(info)) : "\(JobSummary.label(info)): \(word)")
-                if info.state != .finished || info.outcome != .succeeded { throw ExitStatus.someFailed }
+                print(json ? JSONOutput.string(JSONOutput.operation(info)) : "\(info.label): \(word)")
+                if !info.succeeded { throw ExitStatus.someFailed }
             }
         } catch let error as ClientError {
             throw Connection.status(for: error)
         }
     }
 
-    /// Waits in slices (so Ctrl-C is noticed) until the job finished or `timeout` passed; returns its operations.
-    static func waitForJob(_ connection: CoordinatorConnection, job: UInt64, timeout: Double? = nil) throws -> JobSummary {
-        if try blockUntilFinished(connection, job: job, deadline: timeout.map { Date().addingTimeInterval($0) }) == .interrupted {
+    /// Waits until the job finished or `timeout` passed; returns its operations. A signal ends the wait
+    /// at once (exit status 130).
+    static func waitForJob(_ connection: CoordinatorClient, job: JobID, timeout: Double? = nil) throws -> JobSummary {
+        if try blockUntilFinished(connection, job: job, timeout: timeout) == .interrupted {
             throw fail(.interrupted, "interrupted")
         }
         return try JobSummary.fetch(connection, job: job)
     }
 
-    /// Blocks on Wait requests in short slices until the job has finished (`.finished`), a signal came
-    /// (`.interrupted`), `isAlive` says the cluster is gone (`.lost`) or the deadline passed (`.finished`
-    /// too: the caller reads the job's state).
-    static func blockUntilFinished(_ connection: CoordinatorConnection, job: UInt64, deadline: Date? = nil,
-                                   isAlive: () -> Bool = { true }) throws(ClientError) -> JobProgress.Ending {
-        while true {
-            if SignalTrap.count > 0 { return .interrupted }
-            if !isAlive() { return .lost }
-            let slice = min(0.25, deadline.map { max(0, $0.timeIntervalSinceNow) } ?? 0.25)
-            let result = try connection.wait(job: JobID(job), timeout: slice)
-            if !result.timedOut || deadline.map({ Date() >= $0 }) == true { return .finished }
+    /// Blocks on one Wait request until the job has finished (`.finished`), a signal came
+    /// (`.interrupted`), `isAlive` says the cluster is gone (`.lost`) or `timeout` passed (`.finished`
+    /// too: the caller reads the job's state). Woken by the reply or by ``WakePipe``, never in slices.
+    static func blockUntilFinished(_ connection: CoordinatorClient, job: JobID, timeout: Double? = nil,
+                                   isAlive: @escaping () -> Bool = { true }) throws(ClientError) -> JobProgress.Ending {
+        if SignalTrap.count > 0 { return .interrupted }
+        if !isAlive() { return .lost }
+        let interruption = WakePipe.interruption { SignalTrap.count > 0 || !isAlive() }
+        switch try connection.wait(for: .job(job), timeout: timeout, interruption: interruption) {
+        case .finished, .timedOut: return .finished
+        case .interrupted: return SignalTrap.count > 0 ? .interrupted : .lost
         }
     }
 
-    /// Waits in slices until the operation finished or `timeout` passed; returns its info.
-    static func waitForOperation(_ connection: CoordinatorConnection, operation: UInt64, timeout: Double?) throws -> Opq_V1_OperationInfo {
-        let deadline = timeout.map { Date().addingTimeInterval($0) }
-        while true {
-            if SignalTrap.count > 0 { throw fail(.interrupted, "interrupted") }
-            let slice = min(1, deadline.map { max(0, $0.timeIntervalSinceNow) } ?? 1)
-            let result = try connection.request(timeout: slice + 5) {
-                $0.wait.operation = operation
-                $0.wait.timeoutSeconds = slice
-            }.reply.waited
-            if !result.timedOut || deadline.map({ Date() >= $0 }) == true { return result.operation }
+    /// Waits until the operation finished or `timeout` passed; returns its status. A signal ends the
+    /// wait at once (exit status 130).
+    static func waitForOperation(_ connection: CoordinatorClient, operation: OperationID, timeout: Double?) throws -> OperationStatus {
+        if SignalTrap.count > 0 { throw fail(.interrupted, "interrupted") }
+        let interruption = WakePipe.interruption { SignalTrap.count > 0 }
+        if try connection.wait(for: .operation(operation), timeout: timeout, interruption: interruption) == .interrupted {
+            throw fail(.interrupted, "interrupted")
         }
+        return try connection.operation(operation)
     }
 }

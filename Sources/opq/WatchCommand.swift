@@ -2,7 +2,6 @@ import ArgumentParser
 import Foundation
 import OPQClient
 import OPQCore
-import OPQWire
 
 /// `opq watch [JOB]`: live progress of one job, or of everything.
 struct WatchCommand: ParsableCommand {
@@ -42,7 +41,7 @@ struct WatchCommand: ParsableCommand {
             guard let target = TargetID(job, bare: { .job(JobID($0)) }), case .job(let id) = target else {
                 throw fail(.usage, "'\(job)' is not a job id (write job-N)")
             }
-            scope = .job(id.rawValue)
+            scope = .job(id)
         }
         let connection = try Connection.open(global.endpoint)
         SignalTrap.install()

@@ -2,7 +2,6 @@ import ArgumentParser
 import Foundation
 import OPQClient
 import OPQCore
-import OPQWire
 
 /// `opq workers`: the live workers, their slots and what they run.
 struct WorkersCommand: ParsableCommand {
@@ -23,9 +22,9 @@ struct WorkersCommand: ParsableCommand {
 
     func run() throws {
         let connection = try Connection.open(global.endpoint)
-        let workers: [Opq_V1_WorkerInfo]
+        let workers: [WorkerStatus]
         do {
-            workers = try connection.request { $0.listWorkers = Opq_V1_ListWorkers() }.reply.workers.workers
+            workers = try connection.workers()
         } catch {
             throw Connection.status(for: error)
         }
@@ -37,9 +36,9 @@ struct WorkersCommand: ParsableCommand {
                     "pid": worker.pid,
                     "slots": worker.slots,
                     "cpus": worker.cpus,
-                    "memory": worker.hasMemoryBytes ? worker.memoryBytes as Any : NSNull(),
-                    "operations": worker.operations,
-                    "queues": worker.hasQueueFilter ? worker.queueFilter.queues as Any : NSNull(),
+                    "memory": worker.memoryBytes.map { $0 as Any } ?? NSNull(),
+                    "operations": worker.operations.map(\.rawValue),
+                    "queues": worker.queues.map { $0 as Any } ?? NSNull(),
                     "labels": worker.labels,
                     "handlers": worker.handlers,
                     "lastSeen": worker.lastSeen,
@@ -51,9 +50,9 @@ struct WorkersCommand: ParsableCommand {
         for worker in workers {
             var line = worker.name + (worker.host.isEmpty ? "" : " (\(worker.host), pid \(worker.pid))")
             line += ": \(worker.operations.count)/\(worker.slots) slots busy"
-            line += "; offers \(worker.cpus) cpus" + (worker.hasMemoryBytes ? ", \(ByteSize.format(Int(clamping: worker.memoryBytes))) of memory" : "")
-            if !worker.operations.isEmpty { line += " — " + worker.operations.map { "op-\($0)" }.joined(separator: " ") }
-            if worker.hasQueueFilter { line += "; queues " + worker.queueFilter.queues.joined(separator: ", ") }
+            line += "; offers \(worker.cpus) cpus" + (worker.memoryBytes.map { ", \(ByteSize.format(Int(clamping: $0))) of memory" } ?? "")
+            if !worker.operations.isEmpty { line += " — " + worker.operations.map { "op-\($0.rawValue)" }.joined(separator: " ") }
+            if let queues = worker.queues { line += "; queues " + queues.joined(separator: ", ") }
             if !worker.labels.isEmpty { line += "; labels " + worker.labels.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: ",") }
             print(line)
         }

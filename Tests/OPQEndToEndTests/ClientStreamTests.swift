@@ -105,7 +105,7 @@ import ZeroMQ
 }
 
 /// The scripted coordinator's ROUTER socket, bound on ipc:// in a fresh directory; ``close()`` removes it.
-private struct ScriptedRouter {
+struct ScriptedRouter {
     let directory: URL
     let context: Context
     let router: Socket

@@ -1,5 +1,5 @@
 import Foundation
-import OPQClient
+@_spi(Wire) import OPQClient
 import OPQCore
 import OPQWire
 import Testing
@@ -24,7 +24,7 @@ import ZeroMQ
     }
 
     /// The refusal `fill` gets, or nil (recorded as an issue) when it was answered normally.
-    static func refusal(_ client: CoordinatorConnection, _ fill: (inout Opq_V1_ClientRequest) -> Void) -> Opq_V1_Error? {
+    static func refusal(_ client: CoordinatorConnection, _ fill: (inout Opq_V1_ClientRequest) -> Void) -> Refusal? {
         do {
             let reply = try client.request(timeout: 10, fill)
             Issue.record("expected a refusal, got \(reply.reply)")

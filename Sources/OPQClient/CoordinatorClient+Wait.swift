@@ -1,0 +1,129 @@
+import OPQCore
+import OPQWire
+
+/// What ``CoordinatorClient/wait(for:timeout:interruption:)`` waits for.
+public enum WaitTarget: Sendable, Hashable {
+    /// One operation has finished.
+    case operation(OperationID)
+    /// Every operation of a job has finished.
+    case job(JobID)
+    /// The queue has nothing unfinished, including operations added while waiting.
+    case queue(String)
+}
+
+/// How a wait ended.
+public enum WaitOutcome: Sendable, Hashable {
+    /// The target has finished.
+    case finished
+    /// The timeout passed first.
+    case timedOut
+    /// The ``Interruption`` said to stop.
+    case interrupted
+}
+
+/// One step of a watch (``CoordinatorClient/nextWatchUpdate(until:interruption:)``).
+public enum WatchUpdate: Sendable {
+    /// (A part of) the state the watch starts from: the watched unfinished operations — and, for a job,
+    /// all of them — plus the jobs already finished. After a gap in the events the client starts the
+    /// watch again, and a fresh snapshot comes.
+    case snapshot(WatchSnapshot)
+    /// Events that followed, in order.
+    case events([RemoteEvent])
+    /// The deadline passed first.
+    case timedOut
+    /// The ``Interruption`` said to stop.
+    case interrupted
+}
+
+/// The state a watch starts from.
+public struct WatchSnapshot: Sendable {
+    /// The operations it lists.
+    public var operations: [OperationStatus]
+    /// The jobs it lists that have finished.
+    public var finishedJobs: Set<JobID>
+    /// False while more parts of the snapshot follow.
+    public var isComplete: Bool
+}
+
+/// What a watch follows.
+public enum WatchScope: Sendable, Hashable {
+    /// One job's operations (a finished job gets its snapshot and its `jobFinished` at once).
+    case job(JobID)
+    /// One queue's operations.
+    case queue(String)
+    /// Everything.
+    case all
+}
+
+extension CoordinatorClient {
+    /// Blocks until `target` has finished, `timeout` seconds passed (nil = no limit), or `interruption`
+    /// says to stop. One request: the coordinator answers when the target finishes.
+    public func wait(for target: WaitTarget, timeout: Double?, interruption: Interruption? = nil) throws(ClientError) -> WaitOutcome {
+        let id = try connection.send(until: ContinuousClock.now + .seconds(10), {
+            switch target {
+            case .operation(let id): $0.wait.operation = id.rawValue
+            case .job(let id): $0.wait.job = id.rawValue
+            case .queue(let name): $0.wait.queue = name
+            }
+            if let timeout { $0.wait.timeoutSeconds = timeout }
+        }, timeout: 10)
+        // The coordinator answers at the timeout; a little later without an answer means it is gone.
+        let deadline = timeout.map { ContinuousClock.now + .milliseconds(Int(($0 + 10) * 1000)) }
+        while true {
+            switch try connection.awaitReply(id, until: deadline, wake: interruption?.fileDescriptor) {
+            case .reply(let reply, _): return reply.waited.timedOut ? .timedOut : .finished
+            case .timedOut: throw .timeout(endpoint: endpoint, seconds: timeout ?? 0)
+            case .woken: if interruption?.shouldStop() == true { return .interrupted }
+            }
+        }
+    }
+
+    /// Starts watching `scope` (ending the watch started before, if any). Read what follows with
+    /// ``nextWatchUpdate(until:interruption:)``: a snapshot, then events.
+    public func watch(_ scope: WatchScope) throws(ClientError) {
+        if let old = currentWatch { try connection.request { $0.unwatch.watch = old.id } }
+        currentWatch = nil
+        lastSequence = nil
+        let id = try connection.request {
+            switch scope {
+            case .job(let job): $0.watch.job = job.rawValue
+            case .queue(let name): $0.watch.queue = name
+            case .all: $0.watch.all = Opq_V1_All()
+            }
+        }.reply.requestID
+        currentWatch = (id, scope)
+    }
+
+    /// The next step of the watch started by ``watch(_:)``: blocks until the coordinator sends
+    /// something for it, `deadline` passes (nil = no limit) or `interruption` says to stop. A gap in the
+    /// events (something lost) starts the watch again; a fresh snapshot follows.
+    public func nextWatchUpdate(until deadline: ContinuousClock.Instant?, interruption: Interruption? = nil) throws(ClientError) -> WatchUpdate {
+        while true {
+            guard let watch = currentWatch else { preconditionFailure("nextWatchUpdate before watch(_:)") }
+            switch try connection.nextStreamMessage(until: deadline, wake: interruption?.fileDescriptor) {
+            case .timedOut:
+                return .timedOut
+            case .woken:
+                if interruption?.shouldStop() == true { return .interrupted }
+            case .message(let message, let raw):
+                switch message.body {
+                case .snapshot(let snapshot) where snapshot.watch == watch.id:
+                    lastSequence = snapshot.sequence
+                    return .snapshot(WatchSnapshot(
+                        operations: snapshot.operations.map { OperationStatus($0, raw: raw) },
+                        finishedJobs: Set(snapshot.jobs.filter(\.finished).map(\.jobID)),
+                        isComplete: !snapshot.more))
+                case .events(let events) where events.watch == watch.id:
+                    if let last = lastSequence, events.previous != last {
+                        try self.watch(watch.scope)  // a gap: start again from a fresh snapshot
+                        continue
+                    }
+                    lastSequence = events.items.last?.sequence ?? lastSequence
+                    return .events(events.items.compactMap(RemoteEvent.init))
+                default:
+                    continue
+                }
+            }
+        }
+    }
+}
