@@ -33,7 +33,7 @@ fuzz='CoordinatorFuzzTests'
 deploy='InstallTests|SlurmTests'
 curve='CurveTests|NetnsTests'
 many='ManyClientsTests'
-units='^(OPQCoreTests|OPQRuntimeTests|OPQWorkerTests|OPQJobFileTests|OPQWireTests|OPQJournalTests|ZeroMQTests|OPQDashboardTests|OPQCoordinatorTests|OPQCoordinatorStateTests)\.'
+units='^(OPQCoreTests|OPQRuntimeTests|OPQWorkerTests|OPQJobFileTests|OPQWireTests|OPQJournalTests|ZeroMQTests|OPQDashboardTests|OPQCoordinatorTests|OPQCoordinatorStateTests|OPQClientTests)\.'
 swift test --skip-build --filter "$units" --skip "$heavy|$fuzz|WorkerTrustTests|$curve|$deploy|$many"
 swift test --skip-build --filter '^(OPQEndToEndTests|OPQCLITests)\.' --skip "$heavy|$fuzz|WorkerTrustTests|$curve|$deploy|$many"
 swift test --skip-build --filter "$heavy"
