@@ -57,23 +57,40 @@ public enum WatchScope: Sendable, Hashable {
 
 extension CoordinatorClient {
     /// Blocks until `target` has finished, `timeout` seconds passed (nil = no limit), or `interruption`
-    /// says to stop. One request: the coordinator answers when the target finishes.
+    /// says to stop. One request per ``waitSliceSeconds``: the coordinator answers when the target
+    /// finishes or the slice ends; a slice's end sends the next request. So a coordinator that restarted
+    /// (and forgot the request) is asked again within a slice plus 10 s, and a wait never outlives it.
     public func wait(for target: WaitTarget, timeout: Double?, interruption: Interruption? = nil) throws(ClientError) -> WaitOutcome {
-        let id = try connection.send(until: ContinuousClock.now + .seconds(10), {
-            switch target {
-            case .operation(let id): $0.wait.operation = id.rawValue
-            case .job(let id): $0.wait.job = id.rawValue
-            case .queue(let name): $0.wait.queue = name
-            }
-            if let timeout { $0.wait.timeoutSeconds = timeout }
-        }, timeout: 10)
-        // The coordinator answers at the timeout; a little later without an answer means it is gone.
-        let deadline = timeout.map { ContinuousClock.now + .milliseconds(Int(($0 + 10) * 1000)) }
+        let end = timeout.map { ContinuousClock.now + .milliseconds(Int($0 * 1000)) }
         while true {
-            switch try connection.awaitReply(id, until: deadline, wake: interruption?.fileDescriptor) {
-            case .reply(let reply, _): return reply.waited.timedOut ? .timedOut : .finished
-            case .timedOut: throw .timeout(endpoint: endpoint, seconds: timeout ?? 0)
-            case .woken: if interruption?.shouldStop() == true { return .interrupted }
+            let left = end.map { (ContinuousClock.now.duration(to: $0)) / .seconds(1) }
+            let slice = max(0, min(left ?? waitSliceSeconds, waitSliceSeconds))
+            let id = try connection.send(until: ContinuousClock.now + .seconds(10), {
+                switch target {
+                case .operation(let id): $0.wait.operation = id.rawValue
+                case .job(let id): $0.wait.job = id.rawValue
+                case .queue(let name): $0.wait.queue = name
+                }
+                $0.wait.timeoutSeconds = slice
+            }, timeout: 10)
+            // The coordinator answers at the slice's end; 10 s later without an answer it is gone or
+            // restarted: ask again (a new coordinator on the endpoint answers the new request).
+            let deadline = ContinuousClock.now + .milliseconds(Int((slice + 10) * 1000))
+            answered: while true {
+                switch try connection.awaitReply(id, until: deadline, wake: interruption?.fileDescriptor) {
+                case .reply(let reply, _):
+                    if !reply.waited.timedOut { return .finished }
+                    break answered
+                case .timedOut:
+                    // Nobody answered this slice: past the caller's timeout that is the error to report.
+                    if let end, ContinuousClock.now >= end { throw .timeout(endpoint: endpoint, seconds: timeout ?? 0) }
+                    break answered
+                case .woken:
+                    if interruption?.shouldStop() == true { return .interrupted }
+                }
+            }
+            if let end, ContinuousClock.now >= end {
+                return .timedOut
             }
         }
     }

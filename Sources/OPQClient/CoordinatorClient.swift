@@ -27,6 +27,9 @@ public final class CoordinatorClient {
     var currentWatch: (id: UInt64, scope: WatchScope)?
     /// Sequence of the last event of the current watch (nil until its snapshot came).
     var lastSequence: UInt64?
+    /// The longest a single Wait request asks the coordinator to hold (``wait(for:timeout:interruption:)``):
+    /// the bound on how long a wait goes on talking to a coordinator that restarted, plus 10 s.
+    public var waitSliceSeconds: Double = 30
 
     /// Connects (lazily: ZeroMQ connects in the background; the first request waits for it). Call
     /// ``ping(timeout:)`` to learn at once whether a coordinator answers.

@@ -20,11 +20,36 @@ import ZeroMQ
             progress.bump("returned")
         }.start()
         let (identity, wait) = try #require(try receive(scripted.router, within: 20))
-        #expect(wait.wait.job == 3 && !wait.wait.hasTimeoutSeconds)
+        // No timeout given: the request asks the coordinator to hold it for one slice (30 s).
+        #expect(wait.wait.job == 3 && wait.wait.hasTimeoutSeconds && wait.wait.timeoutSeconds == 30)
         // The coordinator takes its time: meanwhile the client asks nothing more (no polling slices).
         #expect(try receive(scripted.router, within: 1.5) == nil, "a request while the wait was pending")
         #expect(progress["returned"] == 0)
         try send(scripted.router, identity, .reply(wait.requestID) { $0.waited.job = .with { $0.id = 3; $0.finished = true } })
+        #expect(progress.wait(within: 20) { $0["returned", default: 0] == 1 })
+        #expect(outcome.value == .finished)
+    }
+
+    /// A coordinator that restarted forgot the Wait it held: the client asks again when the slice it asked
+    /// for is over and 10 s more passed without an answer, so `opq wait` outlives a restart.
+    @Test func aWaitThatTheCoordinatorForgotIsAskedAgainAfterItsSlice() throws {
+        let scripted = try ScriptedRouter()
+        defer { scripted.close() }
+        let client = Shared(try CoordinatorClient(endpoint: scripted.endpoint))
+        client.value.waitSliceSeconds = 0.5
+        let outcome = Shared<WaitOutcome?>(nil)
+        let progress = Counter()
+        Thread {
+            outcome.value = try? client.value.wait(for: .job(JobID(4)), timeout: nil)
+            progress.bump("returned")
+        }.start()
+        let (_, first) = try #require(try receive(scripted.router, within: 20))
+        #expect(first.wait.job == 4 && first.wait.timeoutSeconds == 0.5)
+        // Not answered (the coordinator that got it is gone): the same wait comes again.
+        let (identity, second) = try #require(try receive(scripted.router, within: 30), "the wait was not asked again")
+        #expect(second.wait.job == 4 && second.requestID != first.requestID)
+        #expect(progress["returned"] == 0)
+        try send(scripted.router, identity, .reply(second.requestID) { $0.waited.job = .with { $0.id = 4; $0.finished = true } })
         #expect(progress.wait(within: 20) { $0["returned", default: 0] == 1 })
         #expect(outcome.value == .finished)
     }
@@ -51,7 +76,7 @@ import ZeroMQ
             progress.bump("returned")
         }.start()
         let (_, wait) = try #require(try receive(scripted.router, within: 20))
-        #expect(wait.wait.operation == 9 && wait.wait.timeoutSeconds == 600)
+        #expect(wait.wait.operation == 9 && wait.wait.timeoutSeconds == 30, "600 s are asked for a slice at a time")
 
         var byte: UInt8 = 1
         #expect(write(ends[1], &byte, 1) == 1)  // a false alarm (say SIGCHLD of an unrelated child)
