@@ -96,10 +96,11 @@ public final class CoordinatorClient {
     // MARK: Asking
 
     /// Everything known about operation `id`, with its output tails when `includeOutput`.
-    public func operation(_ id: OperationID, includeOutput: Bool = false) throws(ClientError) -> OperationStatus {
+    public func operation(_ id: OperationID, includeOutput: Bool = false, includeStory: Bool = false) throws(ClientError) -> OperationStatus {
         let (reply, raw) = try connection.request {
             $0.getOperation.operation = id.rawValue
             $0.getOperation.includeOutput = includeOutput
+            $0.getOperation.includeStory = includeStory
         }
         return OperationStatus(reply.operation, raw: raw)
     }

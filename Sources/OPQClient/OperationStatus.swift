@@ -61,6 +61,38 @@ public struct OperationStatus: Sendable, Hashable {
     /// The captured tail of stderr (with `includeOutput`).
     public var standardErrorTail: OutputTail?
 
+    /// Its story, oldest step first (with `includeStory`; nil when not asked for).
+    public var story: Story?
+
+    /// What happened to an operation, step by step, from the coordinator's event log (`opq show --story`).
+    public struct Story: Sendable, Hashable {
+        /// One transition: when, what, on which worker, and the message or timer that caused it.
+        public struct Step: Sendable, Hashable {
+            /// The event's number in the coordinator's log (the causal order).
+            public var sequence: UInt64
+            /// When (Unix seconds, the coordinator's clock); nil for progress reports.
+            public var time: Double?
+            /// `submitted`, `ready`, `dispatched`, `started`, `progress`, `retry`, `requeued`, `pending`,
+            /// `succeeded`, `failed`, `cancelled`.
+            public var event: String
+            /// The attempt it belongs to (0 = before the first dispatch).
+            public var attempt: Int
+            /// The worker involved, if any.
+            public var worker: String?
+            /// The step in words, with its reason.
+            public var text: String
+            /// What caused it ("#42 worker report"); nil when unknown.
+            public var cause: String?
+        }
+
+        /// The steps kept, oldest first.
+        public var steps: [Step]
+        /// Steps left out in the middle of a very long story (progress floods).
+        public var omitted: Int
+        /// False when the event log no longer holds the first steps.
+        public var isComplete: Bool
+    }
+
     /// One reason a pending or ready operation has not started, as the coordinator said it.
     public struct Blocker: Sendable, Hashable, CustomStringConvertible {
         /// What kind of reason.
@@ -170,6 +202,14 @@ public struct OperationStatus: Sendable, Hashable {
         endedAt = info.hasEndedAt ? info.endedAt : nil
         if info.hasStdout { standardOutputTail = OutputTail(bytes: info.stdout.bytes(in: raw), totalBytes: info.stdout.totalBytes) }
         if info.hasStderr { standardErrorTail = OutputTail(bytes: info.stderr.bytes(in: raw), totalBytes: info.stderr.totalBytes) }
+        if !info.story.isEmpty || info.storyComplete {
+            story = Story(
+                steps: info.story.map {
+                    Story.Step(sequence: $0.sequence, time: $0.hasTime ? $0.time : nil, event: $0.event, attempt: Int($0.attempt),
+                               worker: $0.worker.isEmpty ? nil : $0.worker, text: $0.text, cause: $0.cause.isEmpty ? nil : $0.cause)
+                },
+                omitted: Int(info.storyOmitted), isComplete: info.storyComplete)
+        }
     }
 }
 

@@ -1,3 +1,5 @@
+import OPQWire
+
 /// Something too large to put in every ``ClusterSnapshot``, built by the loop only when a reader asks
 /// (``SnapshotPublisher/detail(_:within:)``), with the next snapshot.
 public enum DetailRequest: Hashable, Sendable {
@@ -109,4 +111,18 @@ public struct StoryEntry: Sendable, Codable {
     public var text: String
     /// What caused it: the id and kind of the message or timer it followed from ("#42 worker report").
     public var cause: String? = nil
+}
+
+extension Opq_V1_StoryStep {
+    /// `entry` as it travels to a client (`opq show --story`).
+    init(_ entry: StoryEntry) {
+        self.init()
+        sequence = entry.sequence
+        if let time = entry.time { self.time = time }
+        event = entry.event
+        attempt = UInt32(clamping: entry.attempt)
+        worker = entry.worker ?? ""
+        text = entry.text
+        cause = entry.cause ?? ""
+    }
 }

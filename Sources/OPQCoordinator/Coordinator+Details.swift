@@ -7,7 +7,7 @@ extension Coordinator {
     func detail(for request: DetailRequest, now: Double) -> Detail {
         switch request {
         case .graph(let job): jobGraph(JobID(job), now: now).map(Detail.graph) ?? .unknown
-        case .story(let operation): story(of: OperationID(operation)).map(Detail.story) ?? .unknown
+        case .story(let operation): state.story(of: OperationID(operation)).map(Detail.story) ?? .unknown
         }
     }
 
@@ -70,12 +70,15 @@ extension Coordinator {
         return JobGraph(job: id.rawValue, operations: job.operations.count, laidOut: operations.count, layers: layers,
                         edges: edges, hiddenLayers: max(0, depth - JobGraph.maxLayers), hiddenLayerStates: hiddenLayerStates, time: now)
     }
+}
 
+/// An operation's story (the dashboard's detail view and `opq show --story`), from the event log.
+extension CoordinatorState {
     /// The causal timeline of operation `id` from the event log, or nil when unknown or pruned.
     /// - Complexity: O(events kept) (at most ``CoordinatorConfiguration/eventHistory``).
     func story(of id: OperationID) -> OperationStory? {
-        guard let operation = state.core.operation(id) else { return nil }
-        let (history, logIsWhole) = state.events.history(of: id)
+        guard let operation = core.operation(id) else { return nil }
+        let (history, logIsWhole) = events.history(of: id)
         var entries: [StoryEntry] = []
         var lastWorker: WorkerID?
         for event in history {
@@ -102,7 +105,7 @@ extension Coordinator {
         }
         return OperationStory(
             operation: id.rawValue, name: operation.name, job: operation.job.rawValue, queue: operation.queue,
-            state: Self.stateName(operation), attempt: operation.attempt, dependencies: operation.dependencies.map(\.rawValue),
+            state: Coordinator.stateName(operation), attempt: operation.attempt, dependencies: operation.dependencies.map(\.rawValue),
             entries: entries, omitted: omitted, isComplete: logIsWhole || submitted)
     }
 

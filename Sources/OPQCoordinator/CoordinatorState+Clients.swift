@@ -91,6 +91,11 @@ extension CoordinatorState {
             guard core.operation(operation) != nil else { return refuse(.unknownOperation(operation)) }
             var (info, raw) = operationInfo(operation, includeOutput: get.includeOutput)
             info.blockers = core.blockers(of: operation).map(Opq_V1_Blocker.init)
+            if get.includeStory, let story = story(of: operation) {
+                info.story = story.entries.map(Opq_V1_StoryStep.init)
+                info.storyOmitted = UInt32(clamping: story.omitted)
+                info.storyComplete = story.isComplete
+            }
             queueToClient(.reply(id) { $0.operation = info }, raw: raw, identity: identity)
         case .listWorkers:
             reply { $0.workers.workers = workerInfos() }

@@ -182,6 +182,10 @@ extension Opq_V1_OperationInfo {
         try Check.known(requires, path() + ".requires")
         if hasStdout { try Check.frame(stdout.frame, rawFrames: rawFrames, path() + ".stdout.frame") }
         if hasStderr { try Check.frame(stderr.frame, rawFrames: rawFrames, path() + ".stderr.frame") }
+        try Check.count(story.count, path() + ".story")
+        for (index, step) in story.enumerated() {
+            if step.hasTime { try Check.that(step.time.isFinite, path() + ".story[\(index)].time", "must be a finite timestamp") }
+        }
     }
 }
 

@@ -25,6 +25,15 @@ struct ShowCommand: ParsableCommand {
             suspended queue, a queue at its maximum, no live worker serving its queue with its labels,
             or that it is in line for a free slot. In --json: "waiting": [{"kind", "text", …}].
               opq logs op-17        # its captured output
+
+            --story adds what happened to it, step by step, from the coordinator's event log: each
+            transition (submitted, ready, dispatched, started, progress, retry, requeued, succeeded,
+            failed, cancelled) with its time, attempt, worker and cause — the message or timer it
+            followed from ("#42 worker report", "#43 timers"), so steps with one cause happened together.
+              opq show op-17 --story
+            In --json: "story": {"steps": [{"sequence", "time", "event", "attempt", "worker", "text",
+            "cause"}], "omitted", "complete"}. A long story keeps its first 100 and latest steps; an old
+            operation's first steps may have left the log (the most recent 100,000 events).
             """
     )
 
@@ -36,12 +45,15 @@ struct ShowCommand: ParsableCommand {
     @Flag(help: "Print JSON with stable field names (version, id, name, job, queue, command, state, outcome, priority, attempts, worker, ranOn, startedAt, endedAt, exitCode, …).")
     var json = false
 
+    @Flag(help: "Also print its story: every transition with time, attempt, worker and cause.")
+    var story = false
+
     func run() throws {
         let id = try ShowCommand.operationID(operation)
         let connection = try Connection.open(global.endpoint)
         let info: OperationStatus
         do {
-            info = try connection.operation(OperationID(id))
+            info = try connection.operation(OperationID(id), includeStory: story)
         } catch {
             throw Connection.status(for: error)
         }
@@ -52,6 +64,7 @@ struct ShowCommand: ParsableCommand {
             object["dependencies"] = info.dependencies.map(\.rawValue)
             object["labels"] = info.labels
             object["waiting"] = info.blockers.map(JSONOutput.blocker)
+            if story, let told = info.story { object["story"] = Self.storyObject(told) }
             if info.state == .finished {  // as `opq watch --json`: "" for a plain success, "up to date", "exit status 1", …
                 object["reason"] = JobProgress.detail(outcome: info.outcome, reason: info.reason, exitCode: info.exitCode, signal: info.signal)
             }
@@ -82,6 +95,37 @@ struct ShowCommand: ParsableCommand {
         if !info.dependencies.isEmpty { print("  after:      " + info.dependencies.map { "op-\($0.rawValue)" }.joined(separator: " ")) }
         if info.isBarrier { print("  barrier:    yes") }
         for (k, blocker) in info.blockers.enumerated() { print((k == 0 ? "  waiting:    " : "              ") + blocker.description) }
+        if story, let told = info.story { Self.printStory(told) }
+    }
+
+    /// The story as lines: local time, the step in words, then its cause (and the event's number).
+    static func printStory(_ story: OperationStatus.Story) {
+        print("  story:" + (story.isComplete ? "" : " (its first steps have left the coordinator's event log)"))
+        var previousTime: Double?
+        for (index, step) in story.steps.enumerated() {
+            if story.omitted > 0 && index == 100 { print("    … \(story.omitted) steps left out …") }
+            let time = step.time ?? previousTime
+            previousTime = time
+            let clock = time.map { JSONOutput.time($0, local: true) } ?? ""
+            let cause = step.cause.map { "  [cause \($0)]" } ?? ""
+            print("    \(clock)  \(step.text)\(cause)")
+        }
+    }
+
+    /// The story for --json.
+    static func storyObject(_ story: OperationStatus.Story) -> [String: Any] {
+        let steps: [[String: Any]] = story.steps.map { step in
+            [
+                "sequence": step.sequence,
+                "time": step.time.map { JSONOutput.time($0, local: false) as Any } ?? NSNull(),
+                "event": step.event,
+                "attempt": step.attempt,
+                "worker": step.worker.map { $0 as Any } ?? NSNull(),
+                "text": step.text,
+                "cause": step.cause.map { $0 as Any } ?? NSNull(),
+            ]
+        }
+        return ["steps": steps, "omitted": story.omitted, "complete": story.isComplete]
     }
 
     /// What the operation runs, for --json: `command` (argv), `shell` (the script of a `/bin/sh -c`),

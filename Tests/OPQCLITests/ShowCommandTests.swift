@@ -86,4 +86,46 @@ import Testing
         #expect(listed["ranOn"] as? String == "w1" && date(listed["endedAt"]) == ended, "\(listed)")
         #expect(try json(try cluster.opq(["status", "--json"]).stdout)["version"] as? Int == 1)
     }
+
+    /// `opq show --story`: what happened to an operation, step by step, each with the message or timer
+    /// that caused it — the dependant's "ready" follows from the worker report that finished its dependency.
+    @Test func theStoryListsEveryTransitionWithItsWorkerAndCause() throws {
+        let scratch = try Scratch()
+        defer { scratch.remove() }
+        let cluster = try AddWatchCommandTests.Cluster(scratch)
+        defer { cluster.stop() }
+        let first = try cluster.opq(["add", "--name", "first", "--", "true"])
+        #expect(first.status == 0, "\(first.stderr)")
+        let firstID = first.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        let second = try cluster.opq(["add", "--name", "second", "--after", firstID, "--wait", "--json", "--", "true"], within: 60)
+        #expect(second.status == 0, "\(second.stderr)")
+        let id = try #require((try json(second.stdout)["operations"] as? [[String: Any]])?.first?["id"] as? Int, "\(second.stdout)")
+
+        let shown = try cluster.opq(["show", "op-\(id)", "--story", "--json"])
+        #expect(shown.status == 0, "\(shown.stderr)")
+        let story = try #require(try json(shown.stdout)["story"] as? [String: Any], "\(shown.stdout)")
+        let steps = try #require(story["steps"] as? [[String: Any]])
+        #expect(story["complete"] as? Bool == true && story["omitted"] as? Int == 0)
+        #expect(steps.map { $0["event"] as? String ?? "?" } == ["submitted", "ready", "dispatched", "started", "succeeded"], "\(steps)")
+        let sequences = steps.compactMap { $0["sequence"] as? Int }
+        #expect(sequences.count == steps.count && sequences == sequences.sorted() && Set(sequences).count == sequences.count)
+        let causes = steps.map { $0["cause"] as? String ?? "" }
+        #expect(causes[0].hasSuffix(" client request") || causes[0].hasSuffix(" submit"), "\(causes)")
+        #expect(causes[1].hasSuffix(" worker report"), "ready because the dependency's finish was reported: \(causes)")
+        #expect(causes[1] == causes[2], "dispatched in the same turn it became ready: \(causes)")
+        #expect(causes[4].hasSuffix(" worker report"), "\(causes)")
+        #expect(steps[2]["worker"] as? String == "w1" && steps[4]["worker"] as? String == "w1")
+        let times = steps.compactMap { date($0["time"]) }
+        #expect(times.count == steps.count && times == times.sorted(), "\(steps)")
+
+        let text = try cluster.opq(["show", "op-\(id)", "--story"])
+        #expect(text.status == 0, "\(text.stderr)")
+        for words in ["  story:\n", "submitted; waiting for its dependencies  [cause #", "ready: its dependencies finished  [cause #",
+                      "dispatched to worker w1 (attempt 1)", "started on worker w1 (attempt 1)", "succeeded on worker w1 (attempt 1)"] {
+            #expect(text.stdout.contains(words), "lacks '\(words)':\n\(text.stdout)")
+        }
+        // Without --story nothing of it is asked for or printed.
+        #expect(!(try cluster.opq(["show", "op-\(id)"]).stdout.contains("story:")))
+        #expect(try json(try cluster.opq(["show", "op-\(id)", "--json"]).stdout)["story"] == nil)
+    }
 }

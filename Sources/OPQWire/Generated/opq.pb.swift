@@ -2124,6 +2124,9 @@ public nonisolated struct Opq_V1_GetOperation: Sendable {
   /// Also return the captured output tails (as raw frames).
   public var includeOutput: Bool = false
 
+  /// Also return its story: its transitions with time, cause and worker.
+  public var includeStory: Bool = false
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
@@ -3081,11 +3084,70 @@ public nonisolated struct Opq_V1_OperationInfo: @unchecked Sendable {
     set {_uniqueStorage()._memoryBytes = newValue}
   }
 
+  /// GetOperation with include_story: its transitions from the coordinator's event log, oldest first.
+  public var story: [Opq_V1_StoryStep] {
+    get {_storage._story}
+    set {_uniqueStorage()._story = newValue}
+  }
+
+  /// Steps left out in the middle of a very long story (progress floods).
+  public var storyOmitted: UInt32 {
+    get {_storage._storyOmitted}
+    set {_uniqueStorage()._storyOmitted = newValue}
+  }
+
+  /// False when the event log no longer holds its first steps.
+  public var storyComplete: Bool {
+    get {_storage._storyComplete}
+    set {_uniqueStorage()._storyComplete = newValue}
+  }
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
 
   fileprivate var _storage = _StorageClass.defaultInstance
+}
+
+/// One step of an operation's story (`opq show OP --story`).
+public nonisolated struct Opq_V1_StoryStep: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  /// The event's number in the coordinator's log (the causal order).
+  public var sequence: UInt64 = 0
+
+  /// Unix seconds (coordinator's clock); absent for progress reports.
+  public var time: Double {
+    get {_time ?? 0}
+    set {_time = newValue}
+  }
+  /// Returns true if `time` has been explicitly set.
+  public var hasTime: Bool {self._time != nil}
+  /// Clears the value of `time`. Subsequent reads from it will return its default value.
+  public mutating func clearTime() {self._time = nil}
+
+  /// submitted, ready, dispatched, started, progress, retry, requeued, pending,
+  public var event: String = String()
+
+  /// succeeded, failed, cancelled.
+  public var attempt: UInt32 = 0
+
+  /// Empty = none.
+  public var worker: String = String()
+
+  /// The step in words, with its reason.
+  public var text: String = String()
+
+  /// The message or timer it followed from ("#42 worker report"); empty = unknown.
+  public var cause: String = String()
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+
+  fileprivate var _time: Double? = nil
 }
 
 /// One reason an operation has not started.
@@ -5817,7 +5879,7 @@ nonisolated extension Opq_V1_ListOperations: SwiftProtobuf.Message, SwiftProtobu
 
 nonisolated extension Opq_V1_GetOperation: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".GetOperation"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}operation\0\u{3}include_output\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}operation\0\u{3}include_output\0\u{4}j\u{4}include_story\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -5827,6 +5889,7 @@ nonisolated extension Opq_V1_GetOperation: SwiftProtobuf.Message, SwiftProtobuf.
       switch fieldNumber {
       case 1: try { try decoder.decodeSingularUInt64Field(value: &self.operation) }()
       case 2: try { try decoder.decodeSingularBoolField(value: &self.includeOutput) }()
+      case 300: try { try decoder.decodeSingularBoolField(value: &self.includeStory) }()
       default: break
       }
     }
@@ -5839,12 +5902,16 @@ nonisolated extension Opq_V1_GetOperation: SwiftProtobuf.Message, SwiftProtobuf.
     if self.includeOutput != false {
       try visitor.visitSingularBoolField(value: self.includeOutput, fieldNumber: 2)
     }
+    if self.includeStory != false {
+      try visitor.visitSingularBoolField(value: self.includeStory, fieldNumber: 300)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
   public static func ==(lhs: Opq_V1_GetOperation, rhs: Opq_V1_GetOperation) -> Bool {
     if lhs.operation != rhs.operation {return false}
     if lhs.includeOutput != rhs.includeOutput {return false}
+    if lhs.includeStory != rhs.includeStory {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -7004,7 +7071,7 @@ nonisolated extension Opq_V1_JobList: SwiftProtobuf.Message, SwiftProtobuf._Mess
 
 nonisolated extension Opq_V1_OperationInfo: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".OperationInfo"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}id\0\u{1}name\0\u{1}job\0\u{1}queue\0\u{1}work\0\u{1}state\0\u{1}outcome\0\u{1}reason\0\u{1}cancelled\0\u{1}barrier\0\u{1}priority\0\u{1}qos\0\u{1}requires\0\u{1}attempt\0\u{1}worker\0\u{1}dependencies\0\u{1}labels\0\u{3}timeout_seconds\0\u{3}retries_left\0\u{3}exit_code\0\u{1}signal\0\u{3}duration_seconds\0\u{1}progress\0\u{1}stdout\0\u{1}stderr\0\u{1}blockers\0\u{3}finished_by\0\u{3}started_at\0\u{3}ended_at\0\u{2}Q\u{5}cpus\0\u{3}memory_bytes\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}id\0\u{1}name\0\u{1}job\0\u{1}queue\0\u{1}work\0\u{1}state\0\u{1}outcome\0\u{1}reason\0\u{1}cancelled\0\u{1}barrier\0\u{1}priority\0\u{1}qos\0\u{1}requires\0\u{1}attempt\0\u{1}worker\0\u{1}dependencies\0\u{1}labels\0\u{3}timeout_seconds\0\u{3}retries_left\0\u{3}exit_code\0\u{1}signal\0\u{3}duration_seconds\0\u{1}progress\0\u{1}stdout\0\u{1}stderr\0\u{1}blockers\0\u{3}finished_by\0\u{3}started_at\0\u{3}ended_at\0\u{2}P\u{4}story\0\u{3}story_omitted\0\u{3}story_complete\0\u{2}?cpus\0\u{3}memory_bytes\0")
 
   fileprivate class _StorageClass {
     var _id: UInt64 = 0
@@ -7038,6 +7105,9 @@ nonisolated extension Opq_V1_OperationInfo: SwiftProtobuf.Message, SwiftProtobuf
     var _endedAt: Double? = nil
     var _cpus: UInt32 = 0
     var _memoryBytes: UInt64 = 0
+    var _story: [Opq_V1_StoryStep] = []
+    var _storyOmitted: UInt32 = 0
+    var _storyComplete: Bool = false
 
       // This property is used as the initial default value for new instances of the type.
       // The type itself is protecting the reference to its storage via CoW semantics.
@@ -7079,6 +7149,9 @@ nonisolated extension Opq_V1_OperationInfo: SwiftProtobuf.Message, SwiftProtobuf
       _endedAt = source._endedAt
       _cpus = source._cpus
       _memoryBytes = source._memoryBytes
+      _story = source._story
+      _storyOmitted = source._storyOmitted
+      _storyComplete = source._storyComplete
     }
   }
 
@@ -7126,6 +7199,9 @@ nonisolated extension Opq_V1_OperationInfo: SwiftProtobuf.Message, SwiftProtobuf
         case 27: try { try decoder.decodeSingularStringField(value: &_storage._finishedBy) }()
         case 28: try { try decoder.decodeSingularDoubleField(value: &_storage._startedAt) }()
         case 29: try { try decoder.decodeSingularDoubleField(value: &_storage._endedAt) }()
+        case 301: try { try decoder.decodeRepeatedMessageField(value: &_storage._story) }()
+        case 302: try { try decoder.decodeSingularUInt32Field(value: &_storage._storyOmitted) }()
+        case 303: try { try decoder.decodeSingularBoolField(value: &_storage._storyComplete) }()
         case 366: try { try decoder.decodeSingularUInt32Field(value: &_storage._cpus) }()
         case 367: try { try decoder.decodeSingularUInt64Field(value: &_storage._memoryBytes) }()
         default: break
@@ -7227,6 +7303,15 @@ nonisolated extension Opq_V1_OperationInfo: SwiftProtobuf.Message, SwiftProtobuf
       try { if let v = _storage._endedAt {
         try visitor.visitSingularDoubleField(value: v, fieldNumber: 29)
       } }()
+      if !_storage._story.isEmpty {
+        try visitor.visitRepeatedMessageField(value: _storage._story, fieldNumber: 301)
+      }
+      if _storage._storyOmitted != 0 {
+        try visitor.visitSingularUInt32Field(value: _storage._storyOmitted, fieldNumber: 302)
+      }
+      if _storage._storyComplete != false {
+        try visitor.visitSingularBoolField(value: _storage._storyComplete, fieldNumber: 303)
+      }
       if _storage._cpus != 0 {
         try visitor.visitSingularUInt32Field(value: _storage._cpus, fieldNumber: 366)
       }
@@ -7273,10 +7358,77 @@ nonisolated extension Opq_V1_OperationInfo: SwiftProtobuf.Message, SwiftProtobuf
         if _storage._endedAt != rhs_storage._endedAt {return false}
         if _storage._cpus != rhs_storage._cpus {return false}
         if _storage._memoryBytes != rhs_storage._memoryBytes {return false}
+        if _storage._story != rhs_storage._story {return false}
+        if _storage._storyOmitted != rhs_storage._storyOmitted {return false}
+        if _storage._storyComplete != rhs_storage._storyComplete {return false}
         return true
       }
       if !storagesAreEqual {return false}
     }
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Opq_V1_StoryStep: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".StoryStep"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}sequence\0\u{1}time\0\u{1}event\0\u{1}attempt\0\u{1}worker\0\u{1}text\0\u{1}cause\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularUInt64Field(value: &self.sequence) }()
+      case 2: try { try decoder.decodeSingularDoubleField(value: &self._time) }()
+      case 3: try { try decoder.decodeSingularStringField(value: &self.event) }()
+      case 4: try { try decoder.decodeSingularUInt32Field(value: &self.attempt) }()
+      case 5: try { try decoder.decodeSingularStringField(value: &self.worker) }()
+      case 6: try { try decoder.decodeSingularStringField(value: &self.text) }()
+      case 7: try { try decoder.decodeSingularStringField(value: &self.cause) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    // The use of inline closures is to circumvent an issue where the compiler
+    // allocates stack space for every if/case branch local when no optimizations
+    // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+    // https://github.com/apple/swift-protobuf/issues/1182
+    if self.sequence != 0 {
+      try visitor.visitSingularUInt64Field(value: self.sequence, fieldNumber: 1)
+    }
+    try { if let v = self._time {
+      try visitor.visitSingularDoubleField(value: v, fieldNumber: 2)
+    } }()
+    if !self.event.isEmpty {
+      try visitor.visitSingularStringField(value: self.event, fieldNumber: 3)
+    }
+    if self.attempt != 0 {
+      try visitor.visitSingularUInt32Field(value: self.attempt, fieldNumber: 4)
+    }
+    if !self.worker.isEmpty {
+      try visitor.visitSingularStringField(value: self.worker, fieldNumber: 5)
+    }
+    if !self.text.isEmpty {
+      try visitor.visitSingularStringField(value: self.text, fieldNumber: 6)
+    }
+    if !self.cause.isEmpty {
+      try visitor.visitSingularStringField(value: self.cause, fieldNumber: 7)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Opq_V1_StoryStep, rhs: Opq_V1_StoryStep) -> Bool {
+    if lhs.sequence != rhs.sequence {return false}
+    if lhs._time != rhs._time {return false}
+    if lhs.event != rhs.event {return false}
+    if lhs.attempt != rhs.attempt {return false}
+    if lhs.worker != rhs.worker {return false}
+    if lhs.text != rhs.text {return false}
+    if lhs.cause != rhs.cause {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
