@@ -94,12 +94,18 @@ import Testing
         defer { scratch.remove() }
         let cluster = try AddWatchCommandTests.Cluster(scratch)
         defer { cluster.stop() }
-        let first = try cluster.opq(["add", "--name", "first", "--", "true"])
+        // The first runs until the second has been added, so the second waits for it.
+        let gate = "while ! test -f \(scratch.path("go")); do sleep 0.05; done"
+        let first = try cluster.opq(["add", "--name", "first", "--shell", "--", gate])
         #expect(first.status == 0, "\(first.stderr)")
         let firstID = first.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
-        let second = try cluster.opq(["add", "--name", "second", "--after", firstID, "--wait", "--json", "--", "true"], within: 60)
+        let second = try cluster.opq(["add", "--name", "second", "--after", firstID, "--", "true"])
         #expect(second.status == 0, "\(second.stderr)")
-        let id = try #require((try json(second.stdout)["operations"] as? [[String: Any]])?.first?["id"] as? Int, "\(second.stdout)")
+        let op = second.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        let id = try #require(Int(op.dropFirst(3)), "\(second.stdout)")
+        FileManager.default.createFile(atPath: scratch.path("go"), contents: Data())
+        let wait = try cluster.opq(["wait", op, "--timeout", "60"], within: 70)
+        #expect(wait.status == 0, "\(wait.stdout)\(wait.stderr)")
 
         let shown = try cluster.opq(["show", "op-\(id)", "--story", "--json"])
         #expect(shown.status == 0, "\(shown.stderr)")
