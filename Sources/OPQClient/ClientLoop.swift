@@ -10,6 +10,7 @@ import ZeroMQ
 /// Handlers and ``onStream`` run on the loop thread, in the order the messages arrived, so a reply's
 /// handler sees exactly the stream messages that preceded it. They must be quick and must never wait
 /// for another reply.
+// @unchecked Sendable: the sockets belong to the loop thread; what other threads touch (`outbox`, `handlers`, `nextRequestID`, `signalled`, `closed`, `thread`) is guarded by `lock`.
 final class ClientLoop: @unchecked Sendable {
     /// What a request gets back: the reply (never an `error` one) and its raw frames, or why not.
     typealias Handler = @Sendable (Result<(reply: Opq_V1_Reply, raw: [[UInt8]]), ClientError>) -> Void

@@ -19,6 +19,7 @@ import ZeroMQ
 ///
 /// Thread-safe. ``close()`` (or the last reference going away) ends the connection; requests still
 /// waiting then throw ``ClientError/closed(endpoint:)``.
+// @unchecked Sendable: `tracking` and `gates` are read and changed only under `lock`; the socket belongs to `loop`'s thread.
 public final class RemoteCoordinator: @unchecked Sendable {
     /// The coordinator's client endpoint, e.g. `tcp://127.0.0.1:7131` or `ipc:///run/opq/clients`.
     public let endpoint: String
@@ -128,6 +129,7 @@ public final class RemoteCoordinator: @unchecked Sendable {
 }
 
 /// One blocking caller's reply: filled once on the loop thread, waited for with a deadline.
+// @unchecked Sendable: `result` is guarded by `condition`, `claimed` by `lock`.
 final class ReplySlot: @unchecked Sendable {
     private let condition = NSCondition()
     private var result: Result<(reply: Opq_V1_Reply, raw: [[UInt8]]), ClientError>?
@@ -154,6 +156,7 @@ final class ReplySlot: @unchecked Sendable {
 }
 
 /// Lets exactly one of two racing paths (a reply, a timeout) resume a continuation.
+// @unchecked Sendable: `claimed` is guarded by `lock`.
 final class ResumeOnce: @unchecked Sendable {
     private let lock = NSLock()
     private var claimed = false

@@ -27,6 +27,7 @@ import OPQWire
 /// shows when the operation finishes `cancelled`.
 ///
 /// Thread-safe: every property and method may be used from any thread.
+// @unchecked Sendable: every mutable field is read and changed only under `condition`.
 public final class RemoteOperation: @unchecked Sendable, CustomStringConvertible {
     /// Everything that goes into the submission; frozen once the operation was added to a queue.
     struct Definition {

@@ -21,6 +21,7 @@ import OPQWire
 /// coordinator each time they are read or set; they cannot throw, so a failed request leaves the last
 /// known value and keeps the error in ``lastError``. The `throws` forms (``status()``,
 /// ``setSuspended(_:)``…) report it instead. Thread-safe.
+// @unchecked Sendable: `lastKnown` and `failure` are guarded by `lock`; `queueProgress` is Foundation's thread-safe `Progress`.
 public final class RemoteOperationQueue: @unchecked Sendable, CustomStringConvertible {
     /// The queue's name on the coordinator (`default` is the coordinator's default queue).
     public let name: String

@@ -5,6 +5,7 @@ import OPQCore
 /// Hands ``ClusterSnapshot``s from the coordinator's loop to readers on other threads. The loop swaps in
 /// a new snapshot under the lock (a reference assignment); readers copy the current one out under the
 /// same lock. Nothing else is ever done under it, so a reader never holds up dispatch.
+// @unchecked Sendable: `current`, `requested` and `details` are read and changed only under `lock`.
 public final class SnapshotPublisher: @unchecked Sendable {
     /// Seconds between two snapshots, at most (while something changed; once a second otherwise).
     public let interval: Double

@@ -19,6 +19,7 @@ import ZeroMQ
 /// finished operation never runs again (SEMANTICS §10).
 ///
 /// Only ``run()``'s thread touches the sockets and the core; ``stop()`` may be called from any thread.
+// @unchecked Sendable: everything mutable (`state`, `durability`, `telemetry`, the sockets) belongs to the thread in `run()`; `stop()`, the one call from other threads, only writes a byte to the wake pipe.
 public final class Coordinator: @unchecked Sendable {
     let configuration: CoordinatorConfiguration
     let logger: Logger

@@ -42,6 +42,7 @@ extension DashboardServer {
 }
 
 /// The outcome of a start, handed from the server's task to the thread waiting in `start()`.
+// @unchecked Sendable: `result` is set and read only under `condition`.
 private final class StartState: @unchecked Sendable {
     private let condition = NSCondition()
     private var result: Result<Int, any Error>?

@@ -198,6 +198,7 @@ struct OperationDetails: Encodable {
 }
 
 /// The JSON of the newest snapshot, encoded once however many readers ask for it.
+// @unchecked Sendable: `sequence` and `text` are read and replaced only under `lock`.
 final class EncodedSnapshot: @unchecked Sendable {
     private let lock = NSLock()
     private var sequence: UInt64 = 0

@@ -3,6 +3,7 @@ import Foundation
 /// What a ``ChildProcess``'s threads learn: its wait status, resource usage and captured output, under
 /// one condition that every change broadcasts. Held by the threads, not the process object, so the
 /// object can be released (and kill the child) while they run.
+// @unchecked Sendable: every mutable field is read and changed only under `condition`.
 final class ChildState: @unchecked Sendable {
     // @unchecked: every stored var is read and written only with `condition` locked.
     let condition = NSCondition()

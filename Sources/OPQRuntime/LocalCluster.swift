@@ -8,6 +8,7 @@ import Foundation
 /// (``Endpoints``). Processes are started by ``startCoordinator(_:state:)`` and
 /// ``startWorker(_:slots:arguments:)``; ``stop(grace:)`` ends them in order (workers first, so they can
 /// report and say goodbye), ``kill()`` at once. Either removes the directory when the cluster made it.
+// @unchecked Sendable: its processes are ``ChildProcess``es (thread-safe); its own mutable fields (`coordinator`, `workers`, `stopped`) are set only by the thread that owns the cluster, which starts, stops and kills it (those calls must not race one another).
 public final class LocalCluster: @unchecked Sendable {
     // @unchecked: a cluster is driven by one thread at a time (its owner).
 

@@ -3,6 +3,7 @@ import Foundation
 /// A clock that moves only when told to: the test clock for code that takes a ``SecondsClock``.
 ///
 /// Thread-safe, so a test may advance it while the code under test reads it on another thread.
+// @unchecked Sendable: `current` is read and advanced only under `lock`.
 public final class ManualClock: SecondsClock, @unchecked Sendable {
     // @unchecked: `current` is read and written only under `lock`.
     private let lock = NSLock()

@@ -15,6 +15,7 @@ import CZeroMQ
 /// longer be made), and the final `zmq_ctx_term` runs as soon as the last open socket is closed —
 /// right away when there is none. Sockets are created with `LINGER 0` and the context with
 /// `ZMQ_BLOCKY 0`, so termination never waits for unsent messages.
+// @unchecked Sendable: `state` (the open-socket count) is read and changed only under `mutex`; `handle` is libzmq's context, which is thread-safe.
 public final class Context: @unchecked Sendable {
     /// Lifecycle; guarded by `mutex`.
     private enum State {
