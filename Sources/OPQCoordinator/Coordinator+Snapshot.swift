@@ -134,8 +134,10 @@ struct Telemetry {
     var lastEventTime = 0.0
     /// Finishes by queue, indexed by `Outcome.rawValue`.
     var finishedByQueue: [String: [UInt64]] = [:]
-    /// When each ready operation became ready.
-    var readyAt: [OperationID: Double] = [:]
+    /// When each ready operation became ready, indexed by the operation's dense storage index (its id − 1,
+    /// as in the core); `.nan` when it is not ready. A flat array: one store and one load per attempt, no
+    /// hashing (the per-operation dictionary it replaces cost the loop a few percent of its throughput).
+    var readyAt: [Double] = []
     /// Executing attempts by operation.
     var running: [OperationID: Attempt] = [:]
     /// Busy lanes by worker.
@@ -163,97 +165,29 @@ extension Coordinator {
     }
 
     /// Reads the turn's events and publishes a snapshot when one is due. Called at the end of each turn.
+    ///
+    /// The telemetry is taken out of `self` while the events are read: a local value is mutated in place
+    /// (its dictionaries uniquely referenced), with no exclusivity check or optional unwrap per field access,
+    /// and the events are read where the log keeps them, not copied.
     func observeTurn(now: Double) {
-        guard telemetry != nil else { return }
+        guard var observed = telemetry else { return }
         let started = clock.now()  // `now` is the turn's start
-        defer { telemetry!.totals.telemetrySeconds += max(0, clock.now() - started) }
-        if state.events.lastSequence != telemetry!.lastSequence {
-            if let new = state.events.events(after: telemetry!.lastSequence) {
-                for event in new { observe(event) }
+        if state.events.lastSequence != observed.lastSequence {
+            telemetry = nil  // `observed` is now the only reference to its buffers
+            if let new = state.events.events(after: observed.lastSequence) {
+                for event in new { observed.observe(event, core: state.core) }
             } else {
-                let missed = state.events.lastSequence - telemetry!.lastSequence
-                telemetry!.totals.eventsMissed &+= missed
+                observed.totals.eventsMissed &+= state.events.lastSequence - observed.lastSequence
             }
-            telemetry!.lastSequence = state.events.lastSequence
-            telemetry!.isDirty = true
+            observed.lastSequence = state.events.lastSequence
+            observed.isDirty = true
         }
-        let since = now - telemetry!.lastPublish
-        if since >= telemetry!.publisher.interval && (telemetry!.isDirty || since >= 1 || telemetry!.publisher.hasRequests) {
+        telemetry = observed
+        defer { telemetry!.totals.telemetrySeconds += max(0, clock.now() - started) }
+        let since = now - observed.lastPublish
+        if since >= observed.publisher.interval && (observed.isDirty || since >= 1 || observed.publisher.hasRequests) {
             publishSnapshot(now: now)
         }
-    }
-
-    private func observe(_ event: LoggedEvent) {
-        switch event.kind {
-        case .operation(let change):
-            observe(change)
-        case .jobFinished(let job):
-            // A jobFinished event carries no time; its last operation's event, just before it, does.
-            // (Values are read into locals first: reading `telemetry` inside an access that modifies it traps.)
-            let started = telemetry!.startedAt, time = telemetry!.lastEventTime
-            telemetry!.jobs[job, default: .init(firstSeen: started)].finishedAt = time
-            telemetry!.finishedJobs.append(job)
-            if telemetry!.finishedJobs.count > Telemetry.maxFinishedJobs {
-                let oldest = telemetry!.finishedJobs.removeFirst()
-                telemetry!.jobs[oldest] = nil
-            }
-        case .progress:
-            break
-        }
-    }
-
-    private func observe(_ change: OperationEvent) {
-        let id = change.operation
-        telemetry!.lastEventTime = change.time
-        // A job first shows up in its submission's events (attempt 0): no lookup for the later ones.
-        if change.attempt == 0, telemetry!.jobs[change.job] == nil { telemetry!.jobs[change.job] = .init(firstSeen: change.time) }
-        switch change.state {
-        case .pending:
-            if change.retryAt != nil { telemetry!.totals.retries &+= 1 }
-            endTask(id, at: change.time, outcome: "retry", reason: change.reason)
-        case .ready:
-            telemetry!.readyAt[id] = change.time
-            if change.reason == .lostWorker { telemetry!.totals.attemptsLost &+= 1 }
-            endTask(id, at: change.time, outcome: change.reason == .lostWorker ? "lost" : "retry", reason: change.reason)
-        case .dispatched:
-            break
-        case .executing:
-            let readyAt = telemetry!.readyAt.removeValue(forKey: id)
-            if let readyAt { telemetry!.totals.dispatchLatency.observe(max(0, change.time - readyAt)) }
-            let worker = change.worker ?? WorkerID("")
-            let lane = Coordinator.takeLane(&telemetry!.lanes[worker, default: []])
-            telemetry!.running[id] = Telemetry.Attempt(
-                operation: id, job: change.job, worker: worker, lane: lane, attempt: change.attempt,
-                readyAt: readyAt, start: change.time, end: nil, outcome: "running", reason: nil)
-        case .finished:
-            let outcome = change.outcome ?? .succeeded
-            let queue = state.core.queueName(of: id) ?? ""
-            telemetry!.finishedByQueue[queue, default: [0, 0, 0]][Int(outcome.rawValue)] &+= 1
-            // An attempt that ran left `readyAt` when it started; only one finished without running is in it.
-            if !endTask(id, at: change.time, outcome: outcome.description, reason: change.reason) { telemetry!.readyAt[id] = nil }
-            guard outcome == .failed else { return }
-            telemetry!.failures.append(FailureSummary(
-                operation: id.rawValue, name: state.core.name(of: id) ?? "", job: change.job.rawValue, queue: queue,
-                worker: change.worker?.name, attempt: change.attempt, time: change.time,
-                reason: change.reason?.description ?? "", exitCode: change.exitCode, signal: change.signal,
-                stdoutTail: "", stderrTail: "", message: ""))
-            if telemetry!.failures.count > Telemetry.maxFailures { telemetry!.failures.removeFirst() }
-        }
-    }
-
-    /// Ends the running bar of `id`, if any, and frees its lane. Returns whether there was one.
-    @discardableResult
-    private func endTask(_ id: OperationID, at time: Double, outcome: String, reason: FinishReason?) -> Bool {
-        guard var bar = telemetry!.running.removeValue(forKey: id) else { return false }
-        bar.end = time
-        bar.outcome = outcome
-        bar.reason = reason
-        if let lanes = telemetry!.lanes.index(forKey: bar.worker), bar.lane < telemetry!.lanes.values[lanes].count {
-            telemetry!.lanes.values[lanes][bar.lane] = false  // one hash lookup per ended attempt
-        }
-        telemetry!.ended.append(bar)
-        if telemetry!.ended.count > Telemetry.maxEndedTasks { telemetry!.ended.removeFirst() }
-        return true
     }
 
     private func publishSnapshot(now: Double) {
@@ -352,4 +286,98 @@ extension Coordinator {
     static func tail(_ bytes: [UInt8]) -> String {
         String(decoding: bytes.suffix(Telemetry.outputTailBytes), as: UTF8.self)
     }
+}
+
+extension Telemetry {
+    /// Records one event of the log.
+    mutating func observe(_ event: LoggedEvent, core: Scheduler) {
+        switch event.kind {
+        case .operation(let change):
+            observe(change, core: core)
+        case .jobFinished(let job):
+            // A jobFinished event carries no time; its last operation's event, just before it, does.
+            jobs[job, default: .init(firstSeen: startedAt)].finishedAt = lastEventTime
+            finishedJobs.append(job)
+            if finishedJobs.count > Telemetry.maxFinishedJobs {
+                let oldest = finishedJobs.removeFirst()
+                jobs[oldest] = nil
+            }
+        case .progress:
+            break
+        }
+    }
+
+    private mutating func observe(_ change: OperationEvent, core: Scheduler) {
+        let id = change.operation
+        lastEventTime = change.time
+        // A job first shows up in its submission's events (attempt 0): no lookup for the later ones.
+        if change.attempt == 0, jobs[change.job] == nil { jobs[change.job] = .init(firstSeen: change.time) }
+        switch change.state {
+        case .pending:
+            if change.retryAt != nil { totals.retries &+= 1 }
+            endTask(id, at: change.time, outcome: "retry", reason: change.reason)
+        case .ready:
+            setReadyAt(id, change.time)
+            if change.reason == .lostWorker { totals.attemptsLost &+= 1 }
+            endTask(id, at: change.time, outcome: change.reason == .lostWorker ? "lost" : "retry", reason: change.reason)
+        case .dispatched:
+            break
+        case .executing:
+            let readyAt = takeReadyAt(id)
+            if let readyAt { totals.dispatchLatency.observe(max(0, change.time - readyAt)) }
+            let worker = change.worker ?? WorkerID("")
+            let lane = Coordinator.takeLane(&lanes[worker, default: []])
+            running[id] = Attempt(
+                operation: id, job: change.job, worker: worker, lane: lane, attempt: change.attempt,
+                readyAt: readyAt, start: change.time, end: nil, outcome: "running", reason: nil)
+        case .finished:
+            let outcome = change.outcome ?? .succeeded
+            let queue = core.queueName(of: id) ?? ""
+            finishedByQueue[queue, default: [0, 0, 0]][Int(outcome.rawValue)] &+= 1
+            // An attempt that ran left `readyAt` when it started; only one finished without running is in it.
+            if !endTask(id, at: change.time, outcome: outcome.description, reason: change.reason) { _ = takeReadyAt(id) }
+            guard outcome == .failed else { return }
+            failures.append(FailureSummary(
+                operation: id.rawValue, name: core.name(of: id) ?? "", job: change.job.rawValue, queue: queue,
+                worker: change.worker?.name, attempt: change.attempt, time: change.time,
+                reason: change.reason?.description ?? "", exitCode: change.exitCode, signal: change.signal,
+                stdoutTail: "", stderrTail: "", message: ""))
+            if failures.count > Telemetry.maxFailures { failures.removeFirst() }
+        }
+    }
+
+    /// Notes that `id` became ready at `time`.
+    /// - Complexity: amortized O(1) (the array grows to the highest id seen).
+    private mutating func setReadyAt(_ id: OperationID, _ time: Double) {
+        guard let index = id.storageIndex else { return }
+        if index >= readyAt.count { readyAt.append(contentsOf: repeatElement(.nan, count: index + 1 - readyAt.count)) }
+        readyAt[index] = time
+    }
+
+    /// When `id` became ready, now forgotten; nil when it is not ready.
+    private mutating func takeReadyAt(_ id: OperationID) -> Double? {
+        guard let index = id.storageIndex, index < readyAt.count, !readyAt[index].isNaN else { return nil }
+        defer { readyAt[index] = .nan }
+        return readyAt[index]
+    }
+
+    /// Ends the running bar of `id`, if any, and frees its lane. Returns whether there was one.
+    @discardableResult
+    private mutating func endTask(_ id: OperationID, at time: Double, outcome: String, reason: FinishReason?) -> Bool {
+        guard var bar = running.removeValue(forKey: id) else { return false }
+        bar.end = time
+        bar.outcome = outcome
+        bar.reason = reason
+        if let worker = lanes.index(forKey: bar.worker), bar.lane < lanes.values[worker].count {
+            lanes.values[worker][bar.lane] = false  // one hash lookup per ended attempt
+        }
+        ended.append(bar)
+        if ended.count > Telemetry.maxEndedTasks { ended.removeFirst() }
+        return true
+    }
+}
+
+private extension OperationID {
+    /// The operation's position in dense storage (its 1-based id − 1); nil for id 0.
+    var storageIndex: Int? { rawValue >= 1 ? Int(rawValue - 1) : nil }
 }

@@ -74,13 +74,14 @@ struct EventLog {
         return event
     }
 
-    /// The kept events after `sequence`, or nil when some of them are no longer kept.
-    func events(after sequence: UInt64) -> [LoggedEvent]? {
+    /// The kept events after `sequence`, in place (a slice of the log, not a copy), or nil when some of
+    /// them are no longer kept.
+    func events(after sequence: UInt64) -> Deque<LoggedEvent>.SubSequence? {
         guard sequence <= lastSequence else { return nil }
-        if sequence == lastSequence { return [] }
+        if sequence == lastSequence { return recent[recent.endIndex...] }
         guard let first = recent.first, first.sequence <= sequence + 1 else { return nil }
         let start = Int(sequence + 1 - first.sequence)
-        return Array(recent[start...])
+        return recent[start...]
     }
 
     /// The kept events of operation `id` (its transitions and progress), oldest first, and whether the
