@@ -46,7 +46,7 @@ public struct Scheduler: Sendable {
     var finishedJobs = FinishedJobs()
     /// Jobs (entries of ``finishedJobs``) the prunes so far looked at: tests check a prune costs what it
     /// removes.
-    var pruneVisits = 0
+    public internal(set) var pruneVisits = 0
     /// Queues, by index; created on first use.
     var queues: [QueueRecord] = []
     /// Queue index by name.
