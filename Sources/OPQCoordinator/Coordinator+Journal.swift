@@ -169,13 +169,9 @@ extension Coordinator {
             state.somethingFinished = false
             state.clientOutbox += state.satisfiedWaits()
         }
-        var pruned: [Scheduler.PrunedJob] = []
-        for number in 1...max(1, UInt64(state.core.jobCount)) where number <= UInt64(state.core.jobCount) {
-            let job = JobID(number)
-            guard state.core.isFinished(job: job) == true else { continue }
-            if let cutoff, (state.jobFinishedAt[job] ?? 0) > cutoff { continue }
-            if let record = state.core.prune(job: job) { pruned.append(record) }
-        }
+        // Oldest first, stopping at the first job that finished after the cutoff: a prune walks what it removes.
+        let finishedAt = state.jobFinishedAt
+        let pruned = state.core.pruneFinished { job in cutoff.map { (finishedAt[job] ?? 0) <= $0 } ?? true }
         durability?.journal.forget(pruned)
         for record in pruned {
             state.jobFinishedAt[record.job] = nil

@@ -142,5 +142,28 @@ extension Scheduler {
             guard job.unfinished == left else { throw fail("\(JobID(index: j)): unfinished \(job.unfinished), actual \(left)") }
         }
         guard finishQueue.isEmpty, !isDrainingFinishes else { throw fail("finish queue not drained between events") }
+        try checkFinishedJobs()
+    }
+
+    /// The finish order holds each finished, unpruned job exactly once, and counts its stale entries.
+    /// - Complexity: O(jobs).
+    func checkFinishedJobs() throws(InvariantViolation) {
+        var seen = Set<Int>()
+        var stale = 0
+        for index in finishedJobs.entries {
+            guard jobs.indices.contains(index), jobs[index].unfinished == 0 else {
+                throw InvariantViolation(description: "\(JobID(index: index)) is in the finish order but not finished")
+            }
+            guard seen.insert(index).inserted else {
+                throw InvariantViolation(description: "\(JobID(index: index)) is twice in the finish order")
+            }
+            if jobs[index].isPruned { stale += 1 }
+        }
+        guard stale == finishedJobs.stale else {
+            throw InvariantViolation(description: "finish order counts \(finishedJobs.stale) stale entries, has \(stale)")
+        }
+        for (index, job) in jobs.enumerated() where job.unfinished == 0 && !job.isPruned && !seen.contains(index) {
+            throw InvariantViolation(description: "\(JobID(index: index)) finished but is missing from the finish order")
+        }
     }
 }

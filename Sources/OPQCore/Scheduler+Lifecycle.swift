@@ -200,7 +200,10 @@ extension Scheduler {
         }
         let job = Int(operations[index].job)
         jobs[job].unfinished -= 1
-        if jobs[job].unfinished == 0 { effects.append(.jobFinished(JobID(index: job))) }
+        if jobs[job].unfinished == 0 {
+            finishedJobs.append(job)
+            effects.append(.jobFinished(JobID(index: job)))
+        }
 
         for edge in operations[index].dependants {
             let dependant = edge.index

@@ -29,7 +29,33 @@ extension Scheduler {
         }
         jobs[jobIndex].isPruned = true
         jobs[jobIndex].counts = OperationCounts()
+        if finishedJobs.first == jobIndex {
+            finishedJobs.removeFirst(wasStale: false)
+        } else {
+            let jobs = self.jobs
+            finishedJobs.markStale { !jobs[$0].isPruned }
+        }
         return PrunedJob(job: id, first: self.id(job.first), outcomes: outcomes)
+    }
+
+    /// Prunes finished jobs oldest first (in the order they finished) for as long as `shouldPrune` holds,
+    /// and returns what the journal keeps of them. It stops at the first finished job `shouldPrune`
+    /// refuses: with a cutoff on finish times, a job that finished later is never older (a wall clock
+    /// stepped back can keep an older one until the newer goes).
+    /// - Complexity: O(jobs pruned + their operations + 1), plus O(1) amortized per job pruned out of
+    ///   order since (``prune(job:)``): a prune that removes nothing looks at one job.
+    public mutating func pruneFinished(while shouldPrune: (JobID) -> Bool) -> [PrunedJob] {
+        var pruned: [PrunedJob] = []
+        while let index = finishedJobs.first {
+            pruneVisits += 1
+            if jobs[index].isPruned {
+                finishedJobs.removeFirst(wasStale: true)
+                continue
+            }
+            guard shouldPrune(JobID(index: index)), let record = prune(job: JobID(index: index)) else { break }
+            pruned.append(record)
+        }
+        return pruned
     }
 
     /// Replays a pruned job: its ids are taken, its operations exist as finished with their outcomes.

@@ -42,6 +42,11 @@ public struct Scheduler: Sendable {
     var operations: [OperationRecord] = []
     /// Every job, indexed by `JobID.index(below:)`.
     var jobs: [JobRecord] = []
+    /// Finished, not yet pruned jobs in finish order (what `opq prune` walks).
+    var finishedJobs = FinishedJobs()
+    /// Jobs (entries of ``finishedJobs``) the prunes so far looked at: tests check a prune costs what it
+    /// removes.
+    public internal(set) var pruneVisits = 0
     /// Queues, by index; created on first use.
     var queues: [QueueRecord] = []
     /// Queue index by name.
