@@ -3,7 +3,8 @@
 // `opq-bench cluster` measures real opq-coordinator and opq-worker processes instead (ClusterCommand);
 // `opq-bench map` times `opq map --local` against xargs and GNU parallel (MapBenchmark);
 // `opq-bench cancel` times cancel, timeout and kill escalation, idle vs saturated (CancelBenchmark);
-// `opq-bench wire` times encoding, framing and decoding hot-path messages beside JSON (WireBenchmark).
+// `opq-bench wire` times encoding, framing and decoding hot-path messages beside JSON (WireBenchmark);
+// `opq-bench jobfile` times accepting a big job file, phase by phase, beside GNU parallel (JobFileBenchmark).
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -18,6 +19,9 @@ if CommandLine.arguments.count > 1 && CommandLine.arguments[1] == "cancel" {
 }
 if CommandLine.arguments.count > 1 && CommandLine.arguments[1] == "wire" {
     exit(WireBenchmark.run(Array(CommandLine.arguments.dropFirst(2))))
+}
+if CommandLine.arguments.count > 1 && CommandLine.arguments[1] == "jobfile" {
+    exit(JobFileBenchmark.run(Array(CommandLine.arguments.dropFirst(2))))
 }
 if CommandLine.arguments.count > 1 && CommandLine.arguments[1] == "map" {
     exit(MapBenchmark.run(Array(CommandLine.arguments.dropFirst(2))))
