@@ -126,8 +126,9 @@ let package = Package(
         .executableTarget(
             name: "opq-bench",
             dependencies: [
-                "OPQClient", "OPQWire", "OPQCore", "OPQSpawn", "OPQRuntime",
+                "OPQClient", "OPQWire", "OPQCore", "OPQSpawn", "OPQRuntime", "OPQJobFile",
                 .product(name: "Histogram", package: "hdrhistogram-swift"),
+                .product(name: "Yams", package: "Yams"),
             ]
         ),
         .executableTarget(

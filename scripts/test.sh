@@ -53,3 +53,4 @@ swift run --skip-build opq-bench map --smoke
 swift run --skip-build opq-bench cancel --smoke
 swift run --skip-build opq-bench wire --smoke
 swift run --skip-build opq-bench prune --smoke
+swift run --skip-build opq-bench jobfile --smoke

@@ -4,7 +4,8 @@
 // `opq-bench map` times `opq map --local` against xargs and GNU parallel (MapBenchmark);
 // `opq-bench cancel` times cancel, timeout and kill escalation, idle vs saturated (CancelBenchmark);
 // `opq-bench prune` times `opq prune` in the core, walking the finish order vs scanning (PruneBenchmark);
-// `opq-bench wire` times encoding, framing and decoding hot-path messages beside JSON (WireBenchmark).
+// `opq-bench wire` times encoding, framing and decoding hot-path messages beside JSON (WireBenchmark);
+// `opq-bench jobfile` times accepting a big job file, phase by phase, beside GNU parallel (JobFileBenchmark).
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -22,6 +23,9 @@ if CommandLine.arguments.count > 1 && CommandLine.arguments[1] == "wire" {
 }
 if CommandLine.arguments.count > 1 && CommandLine.arguments[1] == "prune" {
     exit(PruneBenchmark.run(Array(CommandLine.arguments.dropFirst(2))))
+}
+if CommandLine.arguments.count > 1 && CommandLine.arguments[1] == "jobfile" {
+    exit(JobFileBenchmark.run(Array(CommandLine.arguments.dropFirst(2))))
 }
 if CommandLine.arguments.count > 1 && CommandLine.arguments[1] == "map" {
     exit(MapBenchmark.run(Array(CommandLine.arguments.dropFirst(2))))
