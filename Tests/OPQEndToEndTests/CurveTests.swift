@@ -45,9 +45,10 @@ struct CurveTests {
     @Test func aJobWithDependenciesRunsOverCurveAndStrangersAndWrongRolesAreRefused() throws {
         let cluster = try CurveCluster()
         defer { cluster.stop() }
-        try cluster.startCoordinator()
+        // Keys first: the coordinator reads the authorized directories when it starts.
         let workerKey = try cluster.keyring.make("w1", authorizedAs: .worker)
         let clientKey = try cluster.keyring.make("alice", authorizedAs: .client)
+        try cluster.startCoordinator()
         try cluster.startWorker("w1", secretFile: workerKey.secretFile)
         let client = try cluster.client(clientKey.keys)
         let log = cluster.path("ran")
@@ -94,8 +95,8 @@ struct CurveTests {
     @Test func everyRequestOnARefusedConnectionEndsWithinItsTimeout() throws {
         let cluster = try CurveCluster()
         defer { cluster.stop() }
-        try cluster.startCoordinator()
         let clientKey = try cluster.keyring.make("alice", authorizedAs: .client)
+        try cluster.startCoordinator()
         try cluster.client(clientKey.keys).request(timeout: 30) { $0.listQueues = Opq_V1_ListQueues() }
         let (endpoint, serverKey) = (cluster.clientsEndpoint, cluster.keyring.coordinator.publicKey)
         let stranger = try CurveKeyPair.generate()
@@ -153,9 +154,9 @@ struct CurveTests {
     @Test func aKeyRegistersOneName() throws {
         let cluster = try CurveCluster()
         defer { cluster.stop() }
-        try cluster.startCoordinator()
         let key = try cluster.keyring.make("shared", authorizedAs: .worker)
         let clientKey = try cluster.keyring.make("alice", authorizedAs: .client)
+        try cluster.startCoordinator()
         try cluster.startWorker("first", secretFile: key.secretFile)
         let client = try cluster.client(clientKey.keys)
         let receipt = try client.submit(Submission([OperationSpec(name: "a", work: .command(Command(["true"])))]), timeout: 30)
@@ -171,10 +172,10 @@ struct CurveTests {
     @Test func aRevokedWorkerIsDisconnectedAndItsOperationRunsOnAnotherWorker() throws {
         let cluster = try CurveCluster()
         defer { cluster.stop() }
-        try cluster.startCoordinator()
         let k1 = try cluster.keyring.make("w1", authorizedAs: .worker)
         let k2 = try cluster.keyring.make("w2", authorizedAs: .worker)
         let clientKey = try cluster.keyring.make("alice", authorizedAs: .client)
+        try cluster.startCoordinator()
         let w1 = try cluster.startWorker("w1", secretFile: k1.secretFile)
         let client = try cluster.client(clientKey.keys)
         let fifo = try WorkerTrustTests.HeldFifo(cluster.path("started"))
