@@ -6,11 +6,15 @@ extension Coordinator {
     /// The answer to `request` now.
     func detail(for request: DetailRequest, now: Double) -> Detail {
         switch request {
-        case .graph(let job): jobGraph(JobID(job), now: now).map(Detail.graph) ?? .unknown
+        case .graph(let job): state.jobGraph(JobID(job), now: now).map(Detail.graph) ?? .unknown
         case .story(let operation): state.story(of: OperationID(operation)).map(Detail.story) ?? .unknown
         }
     }
+}
 
+/// A job's graph and an operation's story (the dashboard's detail views, `opq show --story`), built from
+/// the pure state only when asked.
+extension CoordinatorState {
     /// The state of `operation` as the dashboard colours it: its state, or its outcome once finished.
     static func stateName(_ operation: Scheduler.OperationSnapshot) -> String {
         operation.state == .finished ? (operation.outcome?.description ?? "finished") : operation.state.description
@@ -19,8 +23,8 @@ extension Coordinator {
     /// Job `id` as a layered graph (``JobGraph``), or nil when unknown or pruned.
     /// - Complexity: O(n + e) over the first ``JobGraph/maxOperations`` operations and their dependencies.
     func jobGraph(_ id: JobID, now: Double) -> JobGraph? {
-        guard let job = state.core.job(id) else { return nil }
-        let operations = job.operations.prefix(JobGraph.maxOperations).compactMap { state.core.operation($0) }
+        guard let job = core.job(id) else { return nil }
+        let operations = job.operations.prefix(JobGraph.maxOperations).compactMap { core.operation($0) }
         var position: [OperationID: Int] = [:]
         for (index, operation) in operations.enumerated() { position[operation.id] = index }
         // Longest-path layering (Kahn's order): a node's layer is one more than its deepest dependency's.
@@ -70,10 +74,7 @@ extension Coordinator {
         return JobGraph(job: id.rawValue, operations: job.operations.count, laidOut: operations.count, layers: layers,
                         edges: edges, hiddenLayers: max(0, depth - JobGraph.maxLayers), hiddenLayerStates: hiddenLayerStates, time: now)
     }
-}
 
-/// An operation's story (the dashboard's detail view and `opq show --story`), from the event log.
-extension CoordinatorState {
     /// The causal timeline of operation `id` from the event log, or nil when unknown or pruned.
     /// - Complexity: O(events kept) (at most ``CoordinatorConfiguration/eventHistory``).
     func story(of id: OperationID) -> OperationStory? {
@@ -105,7 +106,7 @@ extension CoordinatorState {
         }
         return OperationStory(
             operation: id.rawValue, name: operation.name, job: operation.job.rawValue, queue: operation.queue,
-            state: Coordinator.stateName(operation), attempt: operation.attempt, dependencies: operation.dependencies.map(\.rawValue),
+            state: Self.stateName(operation), attempt: operation.attempt, dependencies: operation.dependencies.map(\.rawValue),
             entries: entries, omitted: omitted, isComplete: logIsWhole || submitted)
     }
 
