@@ -12,8 +12,7 @@ extension CoordinatorState {
         for effect in effects {
             journal(effect)
             switch effect {
-            case let .dispatch(id, attempt, worker):
-                guard let details = core.dispatchDetails(id) else { continue }
+            case let .dispatch(id, attempt, worker, details):
                 let dispatch = Opq_V1_Dispatch(id, attempt: attempt, details: details, killGrace: configuration.killGrace)
                 orders[worker, default: []].append(.dispatch(dispatch))
             case let .kill(id, attempt, worker, reason):

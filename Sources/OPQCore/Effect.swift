@@ -79,8 +79,9 @@ public enum JournalRecord: Sendable {
 
 /// What the core asks its shell to do. The core never performs I/O itself.
 public enum Effect: Sendable {
-    /// Send attempt `attempt` of `operation` to `worker` (which has a free slot for it).
-    case dispatch(OperationID, attempt: Int, worker: WorkerID)
+    /// Send attempt `attempt` of `operation` to `worker` (which has a free slot for it), with everything
+    /// the worker needs to run it (`details`): the shell sends it without asking the core again.
+    case dispatch(OperationID, attempt: Int, worker: WorkerID, details: Scheduler.DispatchDetails)
     /// Tell `worker` to stop attempt `attempt` of `operation`.
     case kill(OperationID, attempt: Int, worker: WorkerID, reason: KillReason)
     /// Tell watchers about a transition.

@@ -122,7 +122,7 @@ extension Scheduler {
         setState(index, .dispatched)
         let attempt = Int(operations[index].attempt)
         effects.append(.journal(.attempt(id(index), attempt: attempt, worker: workers[worker].id)))
-        effects.append(.dispatch(id(index), attempt: attempt, worker: workers[worker].id))
+        effects.append(.dispatch(id(index), attempt: attempt, worker: workers[worker].id, details: dispatchDetails(at: index)))
         notify(index)
     }
 

@@ -160,8 +160,12 @@ extension Scheduler {
     /// The details to send with a `.dispatch` of `id`, or nil if unknown.
     /// - Complexity: O(1); copies no dependency lists.
     public func dispatchDetails(_ id: OperationID) -> DispatchDetails? {
-        guard let index = index(of: id) else { return nil }
-        return DispatchDetails(
+        index(of: id).map(dispatchDetails(at:))
+    }
+
+    /// The details to send with a `.dispatch` of the operation at `index` (the ``Effect/dispatch`` carries them).
+    func dispatchDetails(at index: Int) -> DispatchDetails {
+        DispatchDetails(
             name: operations[index].name, job: JobID(index: Int(operations[index].job)),
             queue: queues[Int(operations[index].queue)].name, work: operations[index].work,
             qualityOfService: operations[index].qualityOfService,

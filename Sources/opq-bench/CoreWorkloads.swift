@@ -96,7 +96,7 @@ struct SimulatedCluster {
                                _ inFlight: inout [(operation: OperationID, attempt: Int, worker: WorkerID)]) {
         for effect in effects {
             switch effect {
-            case .dispatch(let operation, let attempt, let worker):
+            case .dispatch(let operation, let attempt, let worker, _):
                 counts.dispatch += 1
                 inFlight.append((operation, attempt, worker))
             case .notify: counts.notify += 1

@@ -53,7 +53,7 @@ struct Harness {
             guard let line = render(effect) else { continue }
             log.append(line)
             pending.append(line)
-            if case let .dispatch(id, attempt, worker) = effect {
+            if case let .dispatch(id, attempt, worker, _) = effect {
                 dispatchOrder.append(name(id))
                 held[name(id)] = (attempt, worker)
             }
@@ -71,7 +71,7 @@ struct Harness {
 
     func render(_ effect: Effect) -> String? {
         switch effect {
-        case let .dispatch(id, attempt, worker):
+        case let .dispatch(id, attempt, worker, _):
             return "dispatch \(name(id))→\(worker)" + (attempt > 1 ? " #\(attempt)" : "")
         case let .kill(id, attempt, worker, reason):
             return "kill \(name(id))@\(worker)" + (attempt > 1 ? " #\(attempt)" : "") + " \(reason)"

@@ -54,7 +54,7 @@ import Testing
         _ = try h.core.submit(Submission(specs), at: 0)
         _ = h.core.takeEffects()
         h.core.workerJoined("w1", slots: 1, at: 0)
-        let dispatched = h.core.takeEffects().compactMap { if case let .dispatch(id, _, _) = $0 { id } else { nil } }
+        let dispatched = h.core.takeEffects().compactMap { if case let .dispatch(id, _, _, _) = $0 { id } else { nil } }
         try h.core.cancel(dispatched[0], at: 0)
         h.core.finished(dispatched[0], attempt: 1, worker: "w1", AttemptReport(.cancelled), at: 0)
         #expect(h.core.job(JobID(1))!.counts.cancelled == count)

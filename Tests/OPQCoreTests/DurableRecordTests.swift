@@ -35,6 +35,23 @@ import Testing
         #expect(Self.records(core.takeEffects()) == ["finished \(a) succeeded completed exit 0"])
     }
 
+    @Test func aDispatchCarriesWhatTheWorkerIsSent() throws {
+        var core = Scheduler()
+        let work = Work.command(Command(["echo", "hi"]))
+        let spec = OperationSpec(name: "a", queue: "net", work: work, qualityOfService: .utility, timeout: 12.5)
+        let receipt = try core.submit(Submission([spec]), at: 0)
+        let a = receipt.operations[0]
+        core.workerJoined("w1", slots: 1, at: 0)
+        let dispatches = core.takeEffects().compactMap { effect -> Scheduler.DispatchDetails? in
+            guard case let .dispatch(id, attempt, worker, details) = effect, id == a, attempt == 1, worker == "w1" else { return nil }
+            return details
+        }
+        let details = try #require(dispatches.first)
+        #expect(dispatches.count == 1)
+        #expect(details.name == "a" && details.queue == "net" && details.job == receipt.job && details.work == work)
+        #expect(details.timeout == 12.5 && details.qualityOfService == .utility)
+    }
+
     @Test func anAttemptGivenBackByAWorkerThatLeftIsARequeue() throws {
         var core = Scheduler()
         let a = try core.submit(Submission([OperationSpec(name: "a", work: .command(Command(["true"])))]), at: 0).operations[0]

@@ -23,7 +23,7 @@ import Testing
         func coreDispatches() throws -> [(String, String)] {
             var out: [(String, String)] = []
             for effect in core.takeEffects() {
-                if case let .dispatch(id, attempt, worker) = effect {
+                if case let .dispatch(id, attempt, worker, _) = effect {
                     out.append((names[id]!, worker.name))
                     attempts[names[id]!] = (attempt, worker)
                 }

@@ -162,7 +162,7 @@ struct WorkloadRun {
         var kills: [String] = []
         for effect in effects {
             switch effect {
-            case let .dispatch(id, attempt, worker):
+            case let .dispatch(id, attempt, worker, _):
                 let op = Int(id.rawValue)
                 guard let w = model.liveWorker(worker) else { return "dispatch of \(id) to \(worker), which is not live" }
                 // (An attempt fenced on a lost worker of the same name takes none of this worker's slots.)

@@ -151,7 +151,7 @@ struct Observed: Equatable, CustomStringConvertible {
         #expect(recovered.operation(kept)?.attempt == 1 && recovered.operation(kept)?.worker == "w1")
         // The attempt w1 no longer holds went back to ready and was dispatched again as attempt 2.
         #expect(recovered.operation(gone)?.attempt == 2)
-        #expect(recovered.takeEffects().contains { if case .dispatch(gone, 2, "w1") = $0 { true } else { false } })
+        #expect(recovered.takeEffects().contains { if case .dispatch(gone, 2, "w1", _) = $0 { true } else { false } })
     }
 
     @Test func theGracePeriodEndingGivesUnreportedAttemptsANewAttempt() throws {

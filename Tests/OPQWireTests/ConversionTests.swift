@@ -125,7 +125,7 @@ func expectEqual(_ a: OperationSpec, _ b: OperationSpec, sourceLocation: SourceL
         var dispatched = 0
         for effect in effects {
             switch effect {
-            case let .dispatch(id, attempt, worker):
+            case let .dispatch(id, attempt, worker, _):
                 let snapshot = try #require(scheduler.operation(id))
                 let order = Opq_V1_Order.dispatch(Opq_V1_Dispatch(snapshot, attempt: attempt, killGrace: 10))
                 let dispatch = try roundTrip(Opq_V1_CoordinatorToWorker.orders([order])).message.orders.items[0].dispatch
