@@ -89,6 +89,12 @@ int opq_pidfd_open(pid_t pid) {
     return fd < 0 ? -errno : (int)fd;
 }
 
+static __thread int long_lived_thread;
+
+void opq_spawn_mark_long_lived_thread(void) { long_lived_thread = 1; }
+
+int opq_spawn_thread_is_long_lived(void) { return long_lived_thread; }
+
 int opq_pipe_cloexec(int fds[2]) {
     return pipe2(fds, O_CLOEXEC) < 0 ? -errno : 0;
 }

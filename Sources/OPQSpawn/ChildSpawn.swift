@@ -77,6 +77,13 @@ public enum ChildSpawn {
     }
 
     /// A pipe whose two ends are close-on-exec (`pipe2` with `O_CLOEXEC`: one system call).
+    /// Marks the calling thread as living as long as the worker (a child's parent-death signal follows
+    /// the thread that spawned it): ``NicenessLane``-style hops are not needed to spawn from it.
+    public static func markThreadLongLived() { opq_spawn_mark_long_lived_thread() }
+
+    /// Whether the calling thread was marked by ``markThreadLongLived()``.
+    public static var isThreadLongLived: Bool { opq_spawn_thread_is_long_lived() != 0 }
+
     public static func makePipe() -> Result<(read: Int32, write: Int32), SpawnFailure> {
         var fds: [Int32] = [-1, -1]
         let result = opq_pipe_cloexec(&fds)

@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import OPQCore
+import OPQSpawn
 import OPQWire
 import ZeroMQ
 #if canImport(Glibc)
@@ -127,6 +128,8 @@ final class AgentConnection {
             context.close()
         }
         rebuildPoller()
+        // Dispatched commands are spawned from this thread, which serves the worker until it stops.
+        ChildSpawn.markThreadLongLived()
         logger.info("worker starting", metadata: ["slots": "\(configuration.slots)"])
         while !done {
             try poll(now: MonotonicClock.now())

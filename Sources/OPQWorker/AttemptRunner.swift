@@ -2,8 +2,16 @@ import Foundation
 import OPQCore
 import OPQSpawn
 
-/// Runs the attempts a worker is given on a local Foundation `OperationQueue` with one slot per
-/// concurrent attempt (DESIGN "Worker"), and reports each attempt exactly once.
+/// Runs the attempts a worker is given, one slot per concurrent attempt (DESIGN "Worker"), and reports
+/// each attempt exactly once.
+///
+/// An attempt whose start never blocks — a command (it is spawned and watched by the ``ChildMonitor``),
+/// an empty operation, a ``HandlerOperation`` (it runs on a thread of its own, or returns at once) — is
+/// started by the thread that gives it a slot: the socket thread that received its dispatch, or the
+/// thread that reported the attempt whose slot it takes. No hop through a queue thread and back: this
+/// was most of a command's latency between the dispatch and the spawn. Any other operation (a handler
+/// factory's own `Operation`, which may block) runs on a local Foundation `OperationQueue`. Attempts
+/// beyond the slots (a coordinator never sends them, SEMANTICS §4) wait in arrival order for a slot.
 ///
 /// This is the worker's execution layer, with no networking: the connection layer calls ``run(_:)``,
 /// ``cancel(_:attempt:)`` and ``shutdown(handBack:timeout:)``, reads ``held`` when it re-registers, and
@@ -40,6 +48,10 @@ public final class AttemptRunner: @unchecked Sendable {
     private let condition = NSCondition()
     private var attempts: [AttemptKey: AttemptOperation] = [:]
     private var isShuttingDown = false
+    /// The attempts holding a slot (started, or about to be), until their `finished` is delivered.
+    private var slotHolders: Set<AttemptKey> = []
+    /// Attempts waiting for a slot, in arrival order (one that reported meanwhile is skipped).
+    private var waiting: [AttemptOperation] = []
     /// Kills the commands' process groups when the worker's lease ends; set by ``WorkerAgent`` before it
     /// runs anything (nil: no lease, as in tests of the runner alone).
     public var leaseWatchdog: LeaseWatchdog? {
@@ -75,14 +87,36 @@ public final class AttemptRunner: @unchecked Sendable {
         operation.name = request.name
         if let timeout = request.timeout, timeout > 0 { operation.timeout = timeout }
         operation.sink = { [weak self] event in self?.deliver(event) ?? () }
-        let admission: Admission = condition.withLock {
-            if isShuttingDown { return .shuttingDown }
-            if attempts[request.key] != nil { return .alreadyHeld }
+        let (admission, startsNow): (Admission, Bool) = condition.withLock {
+            if isShuttingDown { return (.shuttingDown, false) }
+            if attempts[request.key] != nil { return (.alreadyHeld, false) }
             attempts[request.key] = operation
-            return .accepted
+            guard slotHolders.count < slots else {
+                waiting.append(operation)
+                return (.accepted, false)
+            }
+            slotHolders.insert(request.key)
+            return (.accepted, true)
         }
-        if admission == .accepted { queue.addOperation(operation) }
+        if startsNow { launch(operation) }
         return admission
+    }
+
+    /// Starts an attempt that holds a slot: on this thread when its start never blocks, else on the queue.
+    /// Never called with `condition` held (the start may deliver the attempt's `finished` at once).
+    private func launch(_ operation: AttemptOperation) {
+        if Self.startsWithoutBlocking(operation) {
+            operation.start()
+        } else {
+            queue.addOperation(operation)
+        }
+    }
+
+    /// True for the operations whose `start()` returns at once: a command, an empty or failed attempt, a
+    /// ``HandlerOperation`` (its `begin()` is final and hands blocking work to a thread of its own).
+    static func startsWithoutBlocking(_ operation: AttemptOperation) -> Bool {
+        operation is CommandOperation || operation is HandlerOperation || operation is FailedOperation
+            || type(of: operation) == AttemptOperation.self
     }
 
     /// Cancels a held attempt (SIGTERM/SIGKILL for commands, `isCancelled` for handlers); returns false
@@ -148,13 +182,25 @@ public final class AttemptRunner: @unchecked Sendable {
     /// `condition`, so ``held`` (and ``stop(_:attempt:cause:)``) never sees an attempt whose end was
     /// delivered, and a re-registration that reads ``held`` before taking the delivered events counts it
     /// exactly once. (The sink must therefore not call back into the runner.)
+    ///
+    /// The slot of an attempt that held one goes to the first attempt waiting for it, started on this
+    /// thread once the lock is released.
     private func deliver(_ event: AttemptEvent) {
         guard case .finished(let completion) = event else { return sink(event) }
-        condition.withLock {
+        let next: AttemptOperation? = condition.withLock {
             sink(event)
             attempts[completion.key] = nil
             condition.broadcast()
+            guard slotHolders.remove(completion.key) != nil else { return nil }  // reported while waiting
+            while !waiting.isEmpty {
+                let candidate = waiting.removeFirst()
+                guard attempts[candidate.key] === candidate else { continue }  // reported while waiting
+                slotHolders.insert(candidate.key)
+                return candidate
+            }
+            return nil
         }
+        if let next { launch(next) }
     }
 
     private func makeOperation(_ request: RunRequest) -> AttemptOperation {

@@ -1,4 +1,5 @@
 import Foundation
+import OPQSpawn
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -104,6 +105,8 @@ final class ChildMonitor: @unchecked Sendable {
     }
 
     private func serve() {
+        // It lives as long as the worker: the next attempt it starts when one ends spawns from here.
+        ChildSpawn.markThreadLongLived()
         var scratch = [UInt8](repeating: 0, count: 64 * 1024)
         var polls: [pollfd] = []
         while true {

@@ -1,5 +1,6 @@
 import Foundation
 import OPQCore
+import OPQSpawn
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -41,9 +42,12 @@ final class NicenessLane: @unchecked Sendable {
     static func perform<T: Sendable>(
         niceness: Int32, _ body: @escaping @Sendable () throws(SystemError) -> T
     ) throws(SystemError) -> T {
-        // Always a lane, also at the worker's own niceness: a child's parent-death signal follows the
-        // thread that spawned it, so spawns must come from threads that live as long as the worker.
-        return try lane(for: max(niceness, currentNiceness())).run(body)
+        // A child's parent-death signal follows the thread that spawned it, so spawns must come from
+        // threads that live as long as the worker: the calling thread if it is one (the socket thread,
+        // the child monitor) at the right niceness — no hop —, else a lane, also at the worker's own niceness.
+        let current = currentNiceness()
+        if ChildSpawn.isThreadLongLived, niceness <= current { return try body() }
+        return try lane(for: max(niceness, current)).run(body)
     }
 
     /// The lane for `niceness`, created on first use.

@@ -29,6 +29,31 @@ struct AttemptRunnerTests {
         #expect(finished1 < started3)
     }
 
+    @Test("a command given a free slot is started by the thread that ran it: `started` is out when run returns")
+    func commandStartsOnTheCallingThread() async throws {
+        let log = EventLog()
+        let runner = AttemptRunner(slots: 1, worker: "w1", events: log.sink)
+        defer { runner.shutdown(handBack: true, timeout: 30) }
+        #expect(runner.run(RunRequest(key(1), work: .command(Command(["true"])))) == .accepted)
+        #expect(log.all.contains { if case .started(key(1), _) = $0 { true } else { false } })
+        #expect(try #require(await log.completion(key(1))).report.status == .succeeded)
+    }
+
+    @Test("with 1 slot, commands beyond it wait and start in order as each one ends")
+    func commandsWaitForTheSlot() async throws {
+        let log = EventLog()
+        let runner = AttemptRunner(slots: 1, worker: "w1", events: log.sink)
+        defer { runner.shutdown(handBack: true, timeout: 30) }
+        for id in 1 ... 4 { runner.run(RunRequest(key(UInt64(id)), work: .command(Command(["true"])))) }
+        for id in 1 ... 4 { #expect(try #require(await log.completion(key(UInt64(id)))).report.status == .succeeded) }
+        // One at a time: each attempt starts only after the one before it finished.
+        for id in 2 ... 4 {
+            let finished = try #require(index(log) { if case .finished(let c) = $0 { c.key == key(UInt64(id - 1)) } else { false } })
+            let started = try #require(index(log) { if case .started(key(UInt64(id)), _) = $0 { true } else { false } })
+            #expect(finished < started)
+        }
+    }
+
     @Test("held lists queued and running attempts; a duplicate run is ignored")
     func heldAndDuplicates() async throws {
         let log = EventLog()

@@ -38,4 +38,11 @@ int opq_pidfd_open(pid_t pid);
 // pipe2(fds, O_CLOEXEC): both ends close-on-exec in one system call. Returns 0 or -errno.
 int opq_pipe_cloexec(int fds[2]);
 
+// Marks the calling thread as one that lives as long as the worker (its socket thread, the child
+// monitor): a child it spawns keeps its parent-death signal until the worker ends.
+void opq_spawn_mark_long_lived_thread(void);
+
+// Whether the calling thread was marked by opq_spawn_mark_long_lived_thread.
+int opq_spawn_thread_is_long_lived(void);
+
 #endif
