@@ -113,10 +113,11 @@ public final class AttemptRunner: @unchecked Sendable {
     }
 
     /// True for the operations whose `start()` returns at once: a command, an empty or failed attempt, a
-    /// ``HandlerOperation`` (its `begin()` is final and hands blocking work to a thread of its own).
+    /// ``HandlerOperation`` (its `begin()` is final and hands blocking work to a thread of its own) — and
+    /// that wait for no Foundation dependency (a handler may add one; the queue waits for it).
     static func startsWithoutBlocking(_ operation: AttemptOperation) -> Bool {
-        operation is CommandOperation || operation is HandlerOperation || operation is FailedOperation
-            || type(of: operation) == AttemptOperation.self
+        (operation is CommandOperation || operation is HandlerOperation || operation is FailedOperation
+            || type(of: operation) == AttemptOperation.self) && operation.dependencies.isEmpty
     }
 
     /// Cancels a held attempt (SIGTERM/SIGKILL for commands, `isCancelled` for handlers); returns false
