@@ -13,8 +13,10 @@ struct StateDriver {
     /// The injected clock, in seconds.
     var now = 100.0
 
-    init(durable: Bool = true, heartbeatInterval: Double = 1, liveness: Int = 3, clientBacklogMessages: Int = 10_000) {
+    init(durable: Bool = true, heartbeatInterval: Double = 1, liveness: Int = 3, clientBacklogMessages: Int = 10_000,
+         eventHistory: Int = 100_000) {
         var configuration = CoordinatorConfiguration()
+        configuration.eventHistory = eventHistory
         configuration.heartbeatInterval = heartbeatInterval
         configuration.liveness = liveness
         configuration.killGrace = 10
