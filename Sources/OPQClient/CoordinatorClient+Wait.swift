@@ -29,6 +29,8 @@ public enum WatchUpdate: Sendable {
     case snapshot(WatchSnapshot)
     /// Events that followed, in order.
     case events([RemoteEvent])
+    /// A piece of a running operation's output (only for a watch started with `includeOutput`).
+    case output(OutputPiece)
     /// The deadline passed first.
     case timedOut
     /// The ``Interruption`` said to stop.
@@ -96,8 +98,9 @@ extension CoordinatorClient {
     }
 
     /// Starts watching `scope` (ending the watch started before, if any). Read what follows with
-    /// ``nextWatchUpdate(until:interruption:)``: a snapshot, then events.
-    public func watch(_ scope: WatchScope) throws(ClientError) {
+    /// ``nextWatchUpdate(until:interruption:)``: a snapshot, then events — and with `includeOutput`, the
+    /// running output of the watched operations as the workers stream it (``WatchUpdate/output(_:)``).
+    public func watch(_ scope: WatchScope, includeOutput: Bool = false) throws(ClientError) {
         if let old = currentWatch { try connection.request { $0.unwatch.watch = old.id } }
         currentWatch = nil
         lastSequence = nil
@@ -107,8 +110,9 @@ extension CoordinatorClient {
             case .queue(let name): $0.watch.queue = name
             case .all: $0.watch.all = Opq_V1_All()
             }
+            $0.watch.includeOutput = includeOutput
         }.reply.requestID
-        currentWatch = (id, scope)
+        currentWatch = (id, scope, includeOutput)
     }
 
     /// The next step of the watch started by ``watch(_:)``: blocks until the coordinator sends
@@ -132,11 +136,15 @@ extension CoordinatorClient {
                         isComplete: !snapshot.more))
                 case .events(let events) where events.watch == watch.id:
                     if let last = lastSequence, events.previous != last {
-                        try self.watch(watch.scope)  // a gap: start again from a fresh snapshot
+                        try self.watch(watch.scope, includeOutput: watch.includeOutput)  // a gap: start again from a fresh snapshot
                         continue
                     }
                     lastSequence = events.items.last?.sequence ?? lastSequence
                     return .events(events.items.compactMap(RemoteEvent.init))
+                case .output(let push) where push.watch == watch.id:
+                    return .output(OutputPiece(operation: OperationID(push.operation), attempt: Int(push.attempt),
+                                               stream: push.stream == .stderr ? .standardError : .standardOutput,
+                                               offset: push.offset, bytes: push.bytes(in: raw)))
                 default:
                     continue
                 }

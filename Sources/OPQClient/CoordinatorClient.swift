@@ -24,7 +24,7 @@ public final class CoordinatorClient {
     /// The endpoint connected to.
     public var endpoint: String { connection.endpoint }
     /// The current watch: its request id and what it watches (``watch(_:)``).
-    var currentWatch: (id: UInt64, scope: WatchScope)?
+    var currentWatch: (id: UInt64, scope: WatchScope, includeOutput: Bool)?
     /// Sequence of the last event of the current watch (nil until its snapshot came).
     var lastSequence: UInt64?
     /// The longest a single Wait request asks the coordinator to hold (``wait(for:timeout:interruption:)``):

@@ -79,6 +79,7 @@ extension CoordinatorState {
         }
         absorbEffects()  // the snapshot must reflect exactly the events numbered so far
         var watcher = Watcher(identity: identity, watch: requestID, scope: scope, previous: events.lastSequence)
+        watcher.includesOutput = watch.includeOutput
         if watch.hasResumeAfter, let replay = events.events(after: watch.resumeAfter) {
             queueToClient(.reply(requestID) { $0.watching.resumed = true }, identity: identity)
             watcher.previous = watch.resumeAfter

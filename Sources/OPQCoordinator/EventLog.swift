@@ -126,6 +126,8 @@ struct Watcher {
     var previous: UInt64
     /// Events to send at the end of this turn.
     var pending: [LoggedEvent] = []
+    /// Whether the client asked for the running output of the operations it watches (``OutputPush``).
+    var includesOutput = false
 
     struct Key: Hashable {
         let identity: [UInt8]

@@ -137,6 +137,8 @@ extension Opq_V1_CoordinatorToClient: WireEnvelope {
             }
         case .heartbeat:
             break
+        case .output(let push):
+            try push.validate("CoordinatorToClient.output", rawFrames: rawFrames)
         }
     }
 }

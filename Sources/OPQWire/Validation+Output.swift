@@ -1,4 +1,4 @@
-/// Validation and helpers of streamed output (`OutputChunk`, `ReadOutput`, `OutputSlice`).
+/// Validation and helpers of streamed output (`OutputChunk`, `OutputPush`, `ReadOutput`, `OutputSlice`).
 
 extension Opq_V1_OutputStream: KnownEnum {
     var isKnown: Bool { if case .UNRECOGNIZED = self { false } else { true } }
@@ -14,6 +14,21 @@ extension Opq_V1_OutputChunk {
     }
 
     /// The chunk's bytes (validated: the frame exists).
+    public func bytes(in raw: [[UInt8]]) -> [UInt8] {
+        frame >= 1 && Int(frame) <= raw.count ? raw[Int(frame) - 1] : []
+    }
+}
+
+extension Opq_V1_OutputPush {
+    func validate(_ path: @autoclosure () -> String, rawFrames: Int) throws(WireError) {
+        try Check.id(operation, path() + ".operation")
+        try Check.attempt(attempt, path() + ".attempt")
+        try Check.known(stream, path() + ".stream", allowZero: false)
+        try Check.that(frame >= 1, path() + ".frame", "must refer to a raw frame (≥ 1)")
+        try Check.frame(frame, rawFrames: rawFrames, path() + ".frame")
+    }
+
+    /// The pushed bytes (validated: the frame exists).
     public func bytes(in raw: [[UInt8]]) -> [UInt8] {
         frame >= 1 && Int(frame) <= raw.count ? raw[Int(frame) - 1] : []
     }

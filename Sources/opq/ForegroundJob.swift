@@ -65,8 +65,10 @@ struct ForegroundJob {
                 observe?(event)
                 output.changed(event)
             }
-            progress.onTurn = { output.turn() }
-            progress.nextTurn = { output.nextTurn }
+            if output.wantsRunningOutput {
+                progress.includesOutput = true
+                progress.onOutput = { output.received($0) }
+            }
         } else {
             progress.onEvent = observe
         }
