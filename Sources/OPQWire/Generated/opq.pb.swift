@@ -2198,6 +2198,17 @@ public nonisolated struct Opq_V1_Watch: Sendable {
   /// cannot take is skipped; the next push's offset shows the gap, which ReadOutput fills.
   public var includeOutput: Bool = false
 
+  /// Resume (resume_after) only on this coordinator instance (Watching.instance of an earlier watch):
+  /// after a restart the numbering starts again, so another instance sends a Snapshot instead.
+  public var instance: String {
+    get {_instance ?? String()}
+    set {_instance = newValue}
+  }
+  /// Returns true if `instance` has been explicitly set.
+  public var hasInstance: Bool {self._instance != nil}
+  /// Clears the value of `instance`. Subsequent reads from it will return its default value.
+  public mutating func clearInstance() {self._instance = nil}
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   /// Required.
@@ -2214,6 +2225,7 @@ public nonisolated struct Opq_V1_Watch: Sendable {
   public init() {}
 
   fileprivate var _resumeAfter: UInt64? = nil
+  fileprivate var _instance: String? = nil
 }
 
 /// Stop a stream started by the Watch whose request id is `watch`.
@@ -3314,6 +3326,9 @@ public nonisolated struct Opq_V1_Watching: Sendable {
 
   /// The requested resume_after was still held: Events replay from there, no Snapshot.
   public var resumed: Bool = false
+
+  /// This coordinator instance (changes when it restarts); see Watch.instance.
+  public var instance: String = String()
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
@@ -5986,7 +6001,7 @@ nonisolated extension Opq_V1_ListWorkers: SwiftProtobuf.Message, SwiftProtobuf._
 
 nonisolated extension Opq_V1_Watch: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".Watch"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}job\0\u{1}queue\0\u{1}all\0\u{3}resume_after\0\u{4}f\u{7}include_output\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}job\0\u{1}queue\0\u{1}all\0\u{3}resume_after\0\u{4}f\u{7}include_output\0\u{1}instance\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -6025,6 +6040,7 @@ nonisolated extension Opq_V1_Watch: SwiftProtobuf.Message, SwiftProtobuf._Messag
       }()
       case 4: try { try decoder.decodeSingularUInt64Field(value: &self._resumeAfter) }()
       case 490: try { try decoder.decodeSingularBoolField(value: &self.includeOutput) }()
+      case 491: try { try decoder.decodeSingularStringField(value: &self._instance) }()
       default: break
       }
     }
@@ -6056,6 +6072,9 @@ nonisolated extension Opq_V1_Watch: SwiftProtobuf.Message, SwiftProtobuf._Messag
     if self.includeOutput != false {
       try visitor.visitSingularBoolField(value: self.includeOutput, fieldNumber: 490)
     }
+    try { if let v = self._instance {
+      try visitor.visitSingularStringField(value: v, fieldNumber: 491)
+    } }()
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -6063,6 +6082,7 @@ nonisolated extension Opq_V1_Watch: SwiftProtobuf.Message, SwiftProtobuf._Messag
     if lhs.scope != rhs.scope {return false}
     if lhs._resumeAfter != rhs._resumeAfter {return false}
     if lhs.includeOutput != rhs.includeOutput {return false}
+    if lhs._instance != rhs._instance {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -7765,7 +7785,7 @@ nonisolated extension Opq_V1_WorkerList: SwiftProtobuf.Message, SwiftProtobuf._M
 
 nonisolated extension Opq_V1_Watching: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".Watching"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}resumed\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}resumed\0\u{2}k\u{7}instance\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -7774,6 +7794,7 @@ nonisolated extension Opq_V1_Watching: SwiftProtobuf.Message, SwiftProtobuf._Mes
       // enabled. https://github.com/apple/swift-protobuf/issues/1034
       switch fieldNumber {
       case 1: try { try decoder.decodeSingularBoolField(value: &self.resumed) }()
+      case 492: try { try decoder.decodeSingularStringField(value: &self.instance) }()
       default: break
       }
     }
@@ -7783,11 +7804,15 @@ nonisolated extension Opq_V1_Watching: SwiftProtobuf.Message, SwiftProtobuf._Mes
     if self.resumed != false {
       try visitor.visitSingularBoolField(value: self.resumed, fieldNumber: 1)
     }
+    if !self.instance.isEmpty {
+      try visitor.visitSingularStringField(value: self.instance, fieldNumber: 492)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
   public static func ==(lhs: Opq_V1_Watching, rhs: Opq_V1_Watching) -> Bool {
     if lhs.resumed != rhs.resumed {return false}
+    if lhs.instance != rhs.instance {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
