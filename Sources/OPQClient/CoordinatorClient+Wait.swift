@@ -130,17 +130,14 @@ extension CoordinatorClient {
     }
 
     /// After ``watchCheckSeconds`` without a message: asks the coordinator for the watch again, resuming
-    /// after the last event seen. The same coordinator resumes it (nothing is repeated) and the old watch
-    /// is ended; one that restarted (another instance) sends a fresh snapshot. No answer within 10 s
+    /// after the last event seen, and ends the old one. The same coordinator resumes it (nothing is
+    /// repeated); one that restarted (another instance) sends a fresh snapshot. No answer within 10 s
     /// throws ``ClientError/timeout(endpoint:seconds:)``.
     private func checkWatch() throws(ClientError) {
         guard let old = currentWatch else { return }
         let resumed = try startWatch(old.scope, includeOutput: old.includeOutput, resumeAfter: lastSequence)
-        if resumed {
-            _ = try? connection.request { $0.unwatch.watch = old.id }
-        } else {
-            lastSequence = nil  // a snapshot follows
-        }
+        if !resumed { lastSequence = nil }  // a snapshot follows
+        _ = try? connection.request { $0.unwatch.watch = old.id }  // (a restarted coordinator never had it)
     }
 
     /// The next step of the watch started by ``watch(_:)``: blocks until the coordinator sends
