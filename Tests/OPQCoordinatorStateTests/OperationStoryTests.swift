@@ -1,4 +1,5 @@
 @testable import OPQCore
+import OPQWire
 @testable import OPQCoordinator
 import Testing
 
@@ -63,5 +64,32 @@ import Testing
         #expect(steps[1].state == .finished && steps[1].outcome == .failed && steps[1].reason == .signal && steps[1].signal == 9)
         #expect(steps[1].exitCode == nil && steps[1].retryAt == nil && steps[1].isCancelled && steps[1].worker == WorkerID("w9"))
         #expect(MemoryLayout<StoryBook.Step>.stride == 40)
+    }
+}
+
+/// Running output pushed to the watches that asked for it (`Watch.include_output`).
+@Suite struct OutputPushStateTests {
+    @Test func aChunkGoesToTheSpoolThenAtOnceToEachWatchThatAskedForOutput() throws {
+        var d = StateDriver()
+        _ = try d.register("w1")
+        _ = try d.submit(1, ["a"])
+        _ = d.turn()
+        _ = try d.started("w1", 1, sequence: 1)
+        _ = try d.client("alice", 2) { $0.watch.job = 1; $0.watch.includeOutput = true }
+        _ = try d.client("bob", 3) { $0.watch.job = 1 }
+        _ = try d.client("carol", 4) { $0.watch.queue = "elsewhere"; $0.watch.includeOutput = true }
+        _ = d.turn()
+        #expect(try d.output("w1", 1, "first\n", sequence: 2) == ["spool 1", #"notice alice output 1#1 stdout @0 "first\n""#])
+        #expect(try d.output("w1", 1, stream: .stderr, offset: 0, "oops\n", sequence: 3) == ["spool 1", #"notice alice output 1#1 stderr @0 "oops\n""#])
+        // An older attempt's chunk (not the worker's own any more) is neither spooled nor pushed.
+        #expect(try d.output("w1", 1, attempt: 2, "stale", sequence: 4) == [])
+        // A client with replies waiting skips the piece (it reads the gap from the spool later).
+        d.state.keepForLater(try Frames.encode(Opq_V1_CoordinatorToClient.reply(9) { $0.done = Opq_V1_Done() }, to: Array("alice".utf8)),
+                             refusal: false)
+        #expect(try d.output("w1", 1, offset: 6, "second\n", sequence: 5) == ["spool 1"])
+        // After an unwatch nothing more is pushed.
+        _ = try d.client("alice", 5) { $0.unwatch.watch = 2 }
+        d.state.forgetClient(Array("alice".utf8))
+        #expect(try d.output("w1", 1, offset: 13, "third\n", sequence: 6) == ["spool 1"])
     }
 }
