@@ -143,7 +143,7 @@ let package = Package(
         .testTarget(name: "OPQCoreTests", dependencies: ["OPQCore"]),
         .testTarget(name: "OPQWireTests", dependencies: ["OPQWire"]),
         .testTarget(name: "OPQWorkerTests", dependencies: ["OPQWorker"]),
-        .testTarget(name: "OPQJobFileTests", dependencies: ["OPQJobFile", "OPQCore"]),
+        .testTarget(name: "OPQJobFileTests", dependencies: ["OPQJobFile", "OPQCore", "OPQRuntime"]),
         .testTarget(name: "OPQCLITests", dependencies: ["OPQCore", "OPQSpawn", "OPQRuntime"]),
         .testTarget(name: "OPQRuntimeTests", dependencies: ["OPQRuntime"]),
         .testTarget(name: "OPQClientTests", dependencies: ["OPQClient"]),

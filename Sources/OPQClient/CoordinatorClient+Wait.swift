@@ -29,6 +29,8 @@ public enum WatchUpdate: Sendable {
     case snapshot(WatchSnapshot)
     /// Events that followed, in order.
     case events([RemoteEvent])
+    /// A piece of a running operation's output (only for a watch started with `includeOutput`).
+    case output(OutputPiece)
     /// The deadline passed first.
     case timedOut
     /// The ``Interruption`` said to stop.
@@ -96,33 +98,66 @@ extension CoordinatorClient {
     }
 
     /// Starts watching `scope` (ending the watch started before, if any). Read what follows with
-    /// ``nextWatchUpdate(until:interruption:)``: a snapshot, then events.
-    public func watch(_ scope: WatchScope) throws(ClientError) {
+    /// ``nextWatchUpdate(until:interruption:)``: a snapshot, then events — and with `includeOutput`, the
+    /// running output of the watched operations as the workers stream it (``WatchUpdate/output(_:)``).
+    public func watch(_ scope: WatchScope, includeOutput: Bool = false) throws(ClientError) {
         if let old = currentWatch { try connection.request { $0.unwatch.watch = old.id } }
         currentWatch = nil
         lastSequence = nil
-        let id = try connection.request {
+        try startWatch(scope, includeOutput: includeOutput, resumeAfter: nil)
+    }
+
+    /// Sends the Watch request (resuming after `resumeAfter` on the same coordinator instance, when given)
+    /// and makes it the current watch; returns whether the coordinator resumed it.
+    @discardableResult
+    private func startWatch(_ scope: WatchScope, includeOutput: Bool, resumeAfter: UInt64?) throws(ClientError) -> Bool {
+        let (reply, _) = try connection.request {
             switch scope {
             case .job(let job): $0.watch.job = job.rawValue
             case .queue(let name): $0.watch.queue = name
             case .all: $0.watch.all = Opq_V1_All()
             }
-        }.reply.requestID
-        currentWatch = (id, scope)
+            $0.watch.includeOutput = includeOutput
+            if let resumeAfter, let instance = watchInstance {
+                $0.watch.resumeAfter = resumeAfter
+                $0.watch.instance = instance
+            }
+        }
+        currentWatch = (reply.requestID, scope, includeOutput)
+        watchInstance = reply.watching.instance
+        watchHeard = ContinuousClock.now
+        return reply.watching.resumed
+    }
+
+    /// After ``watchCheckSeconds`` without a message: asks the coordinator for the watch again, resuming
+    /// after the last event seen, and ends the old one. The same coordinator resumes it (nothing is
+    /// repeated); one that restarted (another instance) sends a fresh snapshot. No answer within 10 s
+    /// throws ``ClientError/timeout(endpoint:seconds:)``.
+    private func checkWatch() throws(ClientError) {
+        guard let old = currentWatch else { return }
+        let resumed = try startWatch(old.scope, includeOutput: old.includeOutput, resumeAfter: lastSequence)
+        if !resumed { lastSequence = nil }  // a snapshot follows
+        _ = try? connection.request { $0.unwatch.watch = old.id }  // (a restarted coordinator never had it)
     }
 
     /// The next step of the watch started by ``watch(_:)``: blocks until the coordinator sends
     /// something for it, `deadline` passes (nil = no limit) or `interruption` says to stop. A gap in the
-    /// events (something lost) starts the watch again; a fresh snapshot follows.
+    /// events (something lost) starts the watch again; a fresh snapshot follows. After
+    /// ``watchCheckSeconds`` of silence the watch is asked for again (so a coordinator that restarted
+    /// and forgot it sends a fresh snapshot); a coordinator that does not answer that within 10 s is a
+    /// ``ClientError/timeout(endpoint:seconds:)``.
     public func nextWatchUpdate(until deadline: ContinuousClock.Instant?, interruption: Interruption? = nil) throws(ClientError) -> WatchUpdate {
         while true {
             guard let watch = currentWatch else { preconditionFailure("nextWatchUpdate before watch(_:)") }
-            switch try connection.nextStreamMessage(until: deadline, wake: interruption?.fileDescriptor) {
+            let check = watchHeard + .milliseconds(Int(watchCheckSeconds * 1000))
+            switch try connection.nextStreamMessage(until: deadline.map { min($0, check) } ?? check, wake: interruption?.fileDescriptor) {
             case .timedOut:
-                return .timedOut
+                if let deadline, ContinuousClock.now >= deadline { return .timedOut }
+                if ContinuousClock.now >= check { try checkWatch() }
             case .woken:
                 if interruption?.shouldStop() == true { return .interrupted }
             case .message(let message, let raw):
+                watchHeard = ContinuousClock.now
                 switch message.body {
                 case .snapshot(let snapshot) where snapshot.watch == watch.id:
                     lastSequence = snapshot.sequence
@@ -132,11 +167,15 @@ extension CoordinatorClient {
                         isComplete: !snapshot.more))
                 case .events(let events) where events.watch == watch.id:
                     if let last = lastSequence, events.previous != last {
-                        try self.watch(watch.scope)  // a gap: start again from a fresh snapshot
+                        try self.watch(watch.scope, includeOutput: watch.includeOutput)  // a gap: start again from a fresh snapshot
                         continue
                     }
                     lastSequence = events.items.last?.sequence ?? lastSequence
                     return .events(events.items.compactMap(RemoteEvent.init))
+                case .output(let push) where push.watch == watch.id:
+                    return .output(OutputPiece(operation: OperationID(push.operation), attempt: Int(push.attempt),
+                                               stream: push.stream == .stderr ? .standardError : .standardOutput,
+                                               offset: push.offset, bytes: push.bytes(in: raw)))
                 default:
                     continue
                 }

@@ -24,7 +24,15 @@ public final class CoordinatorClient {
     /// The endpoint connected to.
     public var endpoint: String { connection.endpoint }
     /// The current watch: its request id and what it watches (``watch(_:)``).
-    var currentWatch: (id: UInt64, scope: WatchScope)?
+    var currentWatch: (id: UInt64, scope: WatchScope, includeOutput: Bool)?
+    /// The coordinator instance that accepted the current watch (it changes when the coordinator restarts).
+    var watchInstance: String?
+    /// When the current watch last heard from the coordinator (or was checked).
+    var watchHeard = ContinuousClock.now
+    /// How long a watch goes without any message before it asks the coordinator whether it still holds
+    /// the watch (``nextWatchUpdate(until:interruption:)``): so a watch without a deadline notices a
+    /// coordinator that restarted (and forgot it) within this plus one request's round trip.
+    public var watchCheckSeconds: Double = 5
     /// Sequence of the last event of the current watch (nil until its snapshot came).
     var lastSequence: UInt64?
     /// The longest a single Wait request asks the coordinator to hold (``wait(for:timeout:interruption:)``):

@@ -92,7 +92,8 @@ public struct OperationStory: Sendable, Codable {
     public var entries: [StoryEntry]
     /// Entries left out in the middle of a very long story (progress floods).
     public var omitted: Int
-    /// False when the event log (the most recent 100,000 events) no longer holds its first events.
+    /// False when the story does not start with the submission (the coordinator restarted since: a story
+    /// is kept in memory, from the first transition the coordinator saw).
     public var isComplete: Bool
 }
 
@@ -103,7 +104,7 @@ public struct StoryEntry: Sendable, Codable {
     /// When (Unix seconds); nil for progress reports, which carry no time.
     public var time: Double?
     /// `submitted`, `ready`, `dispatched`, `started`, `progress`, `retry`, `requeued`, `pending`,
-    /// `succeeded`, `failed`, `cancelled`.
+    /// `cancelling` (a cancel reached it while it ran), `succeeded`, `failed`, `cancelled`.
     public var event: String
     public var attempt: Int
     public var worker: String?

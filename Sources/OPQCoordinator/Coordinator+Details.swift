@@ -75,43 +75,62 @@ extension CoordinatorState {
                         edges: edges, hiddenLayers: max(0, depth - JobGraph.maxLayers), hiddenLayerStates: hiddenLayerStates, time: now)
     }
 
-    /// The causal timeline of operation `id` from the event log, or nil when unknown or pruned.
-    /// - Complexity: O(events kept) (at most ``CoordinatorConfiguration/eventHistory``).
+    /// The causal timeline of operation `id`: its transitions from its own story (``StoryBook``, kept
+    /// as long as the operation is), with the progress reports the event log still holds between them;
+    /// nil when unknown or pruned.
+    /// - Complexity: O(its steps) + O(events kept) when asked for progress (at most
+    ///   ``CoordinatorConfiguration/eventHistory``).
     func story(of id: OperationID) -> OperationStory? {
         guard let operation = core.operation(id) else { return nil }
-        let (history, logIsWhole) = events.history(of: id)
+        let (transitions, dropped) = events.stories.story(of: id) ?? ([], 0)
+        // After a gap in a long story, only the progress that came after it is shown (the gap is one).
+        let gapEnd = dropped > 0 ? transitions[events.stories.keptFirst].sequence : 0
+        var progress = events.history(of: id).events.filter { event in
+            if case .progress = event.kind { return true } else { return false }
+        }
+        var omitted = dropped
+        if gapEnd > 0 {
+            let before = progress.count
+            progress.removeAll { $0.sequence < gapEnd }
+            omitted += before - progress.count
+        }
         var entries: [StoryEntry] = []
         var lastWorker: WorkerID?
-        for event in history {
-            switch event.kind {
-            case .operation(let change):
-                var entry = Self.storyEntry(change, sequence: event.sequence, isFirst: entries.isEmpty, lastWorker: lastWorker)
-                entry.cause = event.cause.description
-                entries.append(entry)
-                if let worker = change.worker { lastWorker = worker }
-            case .progress(let progress):
-                let fraction = progress.hasFraction ? " \(Int((progress.fraction * 100).rounded())) %" : ""
-                entries.append(StoryEntry(sequence: event.sequence, time: nil, event: "progress", attempt: Int(progress.attempt),
-                                          worker: lastWorker?.name, text: "progress\(fraction)\(progress.message.isEmpty ? "" : ": " + progress.message)",
-                                          cause: event.cause.description))
-            case .jobFinished:
-                break
+        var next = progress.startIndex
+        for transition in transitions {
+            while next < progress.endIndex, progress[next].sequence < transition.sequence {
+                entries.append(Self.progressEntry(progress[next], lastWorker: lastWorker))
+                next += 1
             }
+            var entry = Self.storyEntry(transition, isFirst: entries.isEmpty, lastWorker: lastWorker)
+            entry.cause = transition.cause.description
+            entries.append(entry)
+            if let worker = transition.worker { lastWorker = worker }
         }
+        entries += progress[next...].map { Self.progressEntry($0, lastWorker: lastWorker) }
         let submitted = entries.first.map { $0.event == "submitted" } ?? false
-        var omitted = 0
         if entries.count > OperationStory.maxEntries {
-            omitted = entries.count - OperationStory.maxEntries
-            entries.removeSubrange(OperationStory.keptFirst..<(OperationStory.keptFirst + omitted))
+            let cut = entries.count - OperationStory.maxEntries
+            entries.removeSubrange(OperationStory.keptFirst..<(OperationStory.keptFirst + cut))
+            omitted += cut
         }
         return OperationStory(
             operation: id.rawValue, name: operation.name, job: operation.job.rawValue, queue: operation.queue,
             state: Self.stateName(operation), attempt: operation.attempt, dependencies: operation.dependencies.map(\.rawValue),
-            entries: entries, omitted: omitted, isComplete: logIsWhole || submitted)
+            entries: entries, omitted: omitted, isComplete: submitted)
+    }
+
+    /// A progress report in words.
+    static func progressEntry(_ event: LoggedEvent, lastWorker: WorkerID?) -> StoryEntry {
+        guard case .progress(let progress) = event.kind else { preconditionFailure("not a progress event: \(event.kind)") }
+        let fraction = progress.hasFraction ? " \(Int((progress.fraction * 100).rounded())) %" : ""
+        return StoryEntry(sequence: event.sequence, time: nil, event: "progress", attempt: Int(progress.attempt),
+                          worker: lastWorker?.name, text: "progress\(fraction)\(progress.message.isEmpty ? "" : ": " + progress.message)",
+                          cause: event.cause.description)
     }
 
     /// One transition in words.
-    static func storyEntry(_ change: OperationEvent, sequence: UInt64, isFirst: Bool, lastWorker: WorkerID?) -> StoryEntry {
+    static func storyEntry(_ change: StoryBook.Transition, isFirst: Bool, lastWorker: WorkerID?) -> StoryEntry {
         let worker = change.worker ?? lastWorker
         let on = worker.map { " on worker \($0.name)" } ?? ""
         // The reason in words, unless the exit status or signal below says it already.
@@ -120,6 +139,8 @@ extension CoordinatorState {
         let status = change.exitCode.map { ", exit status \($0)" } ?? change.signal.map { ", signal \($0)" } ?? ""
         let event: String, text: String
         switch change.state {
+        case .dispatched where change.isCancelled, .executing where change.isCancelled:
+            (event, text) = ("cancelling", "cancel requested; worker \(worker?.name ?? "?") is told to stop it")
         case .pending where change.attempt == 0 && isFirst:
             (event, text) = ("submitted", "submitted; waiting for its dependencies")
         case .pending where change.retryAt != nil:
@@ -143,7 +164,7 @@ extension CoordinatorState {
             let outcome = change.outcome ?? .succeeded
             (event, text) = (outcome.description, "\(outcome.description)\(change.attempt > 0 ? on + " (attempt \(change.attempt))" : "")\(why)\(status)")
         }
-        return StoryEntry(sequence: sequence, time: change.time, event: event, attempt: change.attempt, worker: worker?.name, text: text)
+        return StoryEntry(sequence: change.sequence, time: change.time, event: event, attempt: change.attempt, worker: worker?.name, text: text)
     }
 }
 

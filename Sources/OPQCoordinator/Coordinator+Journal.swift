@@ -178,6 +178,7 @@ extension Coordinator {
             for k in record.outcomes.indices {
                 state.outputs.remove(OperationID(record.first.rawValue + UInt64(k)))
                 spool.remove(OperationID(record.first.rawValue + UInt64(k)))
+                state.events.forgetStory(of: OperationID(record.first.rawValue + UInt64(k)))
             }
         }
         let operations = pruned.reduce(0) { $0 + $1.outcomes.count }

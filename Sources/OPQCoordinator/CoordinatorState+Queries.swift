@@ -79,8 +79,13 @@ extension CoordinatorState {
         }
         absorbEffects()  // the snapshot must reflect exactly the events numbered so far
         var watcher = Watcher(identity: identity, watch: requestID, scope: scope, previous: events.lastSequence)
-        if watch.hasResumeAfter, let replay = events.events(after: watch.resumeAfter) {
-            queueToClient(.reply(requestID) { $0.watching.resumed = true }, identity: identity)
+        watcher.includesOutput = watch.includeOutput
+        let sameInstance = !watch.hasInstance || watch.instance == instanceID
+        if watch.hasResumeAfter, sameInstance, let replay = events.events(after: watch.resumeAfter) {
+            queueToClient(.reply(requestID) {
+                $0.watching.resumed = true
+                $0.watching.instance = instanceID
+            }, identity: identity)
             watcher.previous = watch.resumeAfter
             watcher.pending = replay.filter { event in
                 switch event.kind {
@@ -94,7 +99,10 @@ extension CoordinatorState {
                 }
             }
         } else {
-            queueToClient(.reply(requestID) { $0.watching.resumed = false }, identity: identity)
+            queueToClient(.reply(requestID) {
+                $0.watching.resumed = false
+                $0.watching.instance = instanceID
+            }, identity: identity)
             for part in snapshot(of: scope, watch: requestID) { queueToClient(part, identity: identity) }
         }
         watchers[watcher.key] = watcher

@@ -217,7 +217,9 @@ extension CoordinatorState {
                 logger.debug("stale output ignored", metadata: ["operation.id": "\(chunk.operation)", "worker.id": "\(session.id)"])
                 return
             }
-            actions.append(.spoolOutput(chunk, bytes: chunk.bytes(in: raw)))
+            let bytes = chunk.bytes(in: raw)
+            actions.append(.spoolOutput(chunk, bytes: bytes))
+            pushOutput(chunk, bytes: bytes)
         case nil:
             break
         }

@@ -40,7 +40,8 @@ struct LoggedEvent {
 /// The coordinator's numbered event history (Clone pattern): every event gets the next global sequence
 /// number; the most recent ones are kept so a watcher that saw a gap can resume without a snapshot.
 /// What is kept is bounded both by count and by bytes (``LoggedEvent/cost``); the oldest go first, and a
-/// watcher resuming from before them gets a fresh snapshot instead.
+/// watcher resuming from before them gets a fresh snapshot instead. Each operation's transitions are
+/// also kept in its own story (``stories``) for as long as the operation is, whatever the log dropped.
 struct EventLog {
     /// Sequence of the last event appended (0 = none yet).
     private(set) var lastSequence: UInt64 = 0
@@ -52,6 +53,8 @@ struct EventLog {
     let byteBudget: Int
     /// The cost of the kept events.
     private(set) var bytes = 0
+    /// Every operation's transitions (``StoryBook``), kept until the operation is pruned.
+    private(set) var stories = StoryBook()
 
     init(capacity: Int, byteBudget: Int = 64 << 20) {
         self.capacity = max(1, capacity)
@@ -65,6 +68,7 @@ struct EventLog {
     mutating func append(_ kind: LoggedEvent.Kind, cause: Cause = .start) -> LoggedEvent {
         lastSequence += 1
         let event = LoggedEvent(sequence: lastSequence, kind: kind, cause: cause)
+        if case .operation(let change) = kind { stories.record(change, sequence: lastSequence, cause: cause) }
         recent.append(event)
         bytes += event.cost
         // The newest event always stays, so `lastSequence` is always covered.
@@ -82,6 +86,11 @@ struct EventLog {
         guard let first = recent.first, first.sequence <= sequence + 1 else { return nil }
         let start = Int(sequence + 1 - first.sequence)
         return recent[start...]
+    }
+
+    /// Frees operation `id`'s story (it was pruned).
+    mutating func forgetStory(of id: OperationID) {
+        stories.forget(id)
     }
 
     /// The kept events of operation `id` (its transitions and progress), oldest first, and whether the
@@ -117,6 +126,8 @@ struct Watcher {
     var previous: UInt64
     /// Events to send at the end of this turn.
     var pending: [LoggedEvent] = []
+    /// Whether the client asked for the running output of the operations it watches (``OutputPush``).
+    var includesOutput = false
 
     struct Key: Hashable {
         let identity: [UInt8]

@@ -5,7 +5,8 @@ import OPQSpawn
 /// test's executable. The one type for it outside the worker's own command runner.
 ///
 /// Started with ``ChildSpawn`` in its own process group (the terminal's Ctrl-C reaches only us, and a
-/// kill reaches everything it started), stdin from a file (default `/dev/null`), stdout and stderr each
+/// kill reaches everything it started), stdin from a file (default `/dev/null`) or a pipe we write
+/// (``writeInput(_:)``, ``closeInput()``), stdout and stderr each
 /// to a log file, `/dev/null`, a descriptor or a pipe this object reads (``Output``). One thread blocked in
 /// `wait4` reaps it; a second reads a captured stdout. No Foundation `Process`, no Dispatch sources.
 ///
@@ -42,11 +43,14 @@ public final class ChildProcess: @unchecked Sendable {
     ///   - environment: added to (or overriding) this process's environment.
     ///   - directory: the working directory (default ours).
     ///   - stdin: a file to read standard input from (default `/dev/null`).
+    ///   - stdinPipe: read standard input from a pipe instead (`stdin` is then ignored): write to it with
+    ///     ``writeInput(_:)``, end it with ``closeInput()`` (also done when the process is killed or released).
     ///   - stderr: where standard error goes; nil = wherever stdout goes.
     ///   - deathSignal: sent to the child when the calling thread ends; 0 for none.
     public init(
         _ executable: String, _ arguments: [String], name: String? = nil, environment: [String: String] = [:],
-        directory: String? = nil, stdin: String? = nil, stdout: Output = .null, stderr: Output? = nil, deathSignal: Int32 = 0
+        directory: String? = nil, stdin: String? = nil, stdinPipe: Bool = false, stdout: Output = .null, stderr: Output? = nil,
+        deathSignal: Int32 = 0
     ) throws(ChildProcessError) {
         let name = name ?? (executable as NSString).lastPathComponent
         self.name = name
@@ -82,15 +86,32 @@ public final class ChildProcess: @unchecked Sendable {
         }
         if case .file(let path) = stdout { logPath = path } else { logPath = nil }
         captures = !readers.isEmpty
+        // A pipe's read end is opened by the child as its stdin through /dev/fd (the spawn opens stdin by
+        // path before exec, while the descriptor is still open there); both ends close on exec.
+        var input: (read: Int32, write: Int32)?
+        if stdinPipe {
+            var fds: [Int32] = [-1, -1]
+            guard pipe(&fds) == 0 else {
+                readers.forEach { close($0) }
+                throw ChildProcessError(name: name, step: "make a pipe for its input", errno: errno)
+            }
+            for fd in fds { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
+            input = (fds[0], fds[1])
+            opened.append(fds[0])
+            _ = Self.ignoreBrokenPipes
+        }
         let result = ChildSpawn.spawn(executable, arguments: arguments, environment: ChildSpawn.environment(adding: environment),
-                                      directory: directory, stdinPath: stdin, stdout: out.write, stderr: err, deathSignal: deathSignal)
+                                      directory: directory, stdinPath: input.map { "/dev/fd/\($0.read)" } ?? stdin,
+                                      stdout: out.write, stderr: err, deathSignal: deathSignal)
         switch result {
         case .success(let child): pid = child
         case .failure(let failure):
             readers.forEach { close($0) }
+            if let input { close(input.write) }
             throw ChildProcessError(name: name, step: "start \(executable)", errno: failure.errno)
         }
         state = ChildState(readers: readers.count)
+        if let input { state.input = input.write }
         ChildRegistry.add(pid)
         state.startReaper(pid)
         for reader in readers { state.startReader(reader) }
@@ -102,8 +123,39 @@ public final class ChildProcess: @unchecked Sendable {
     /// Sends `signal` to the process (not its group) while it runs.
     public func signal(_ signal: Int32) { if isRunning { Glibc.kill(pid, signal) } }
 
+    /// Writes `bytes` to the child's standard input pipe (``init`` with `stdinPipe`), blocking while the
+    /// pipe is full; false when there is no pipe (closed, or not asked for) or the child no longer reads it.
+    @discardableResult
+    public func writeInput(_ bytes: [UInt8]) -> Bool {
+        let fd = state.withLock { state.input }
+        guard fd >= 0 else { return false }
+        var done = 0
+        while done < bytes.count {
+            let written = bytes.withUnsafeBytes { write(fd, $0.baseAddress! + done, $0.count - done) }
+            if written < 0 {
+                if errno == EINTR { continue }
+                return false
+            }
+            done += written
+        }
+        return true
+    }
+
+    /// Closes the child's standard input pipe (it reads end of file). Safe to call twice.
+    public func closeInput() {
+        let fd = state.withLock {
+            defer { state.input = -1 }
+            return state.input
+        }
+        if fd >= 0 { close(fd) }
+    }
+
+    /// A write to a pipe whose reader exited fails with EPIPE instead of killing us (once per process).
+    private static let ignoreBrokenPipes: Void = { _ = Glibc.signal(SIGPIPE, SIG_IGN) }()
+
     /// Kills the process group (SIGKILL) and waits up to 10 s for the process. Safe to call twice.
     public func kill() {
+        closeInput()
         guard isRunning else { return }
         Glibc.kill(-pid, SIGKILL)
         Glibc.kill(pid, SIGKILL)

@@ -12,6 +12,8 @@ final class ChildState: @unchecked Sendable {
     var output: [UInt8] = []
     /// Pipes still being read (their end of file not seen yet).
     var openReaders: Int
+    /// The write end of the child's standard input pipe, until closed (-1: none).
+    var input: Int32 = -1
 
     init(readers: Int) { openReaders = readers }
 

@@ -48,6 +48,7 @@ extension Opq_V1_ClientRequest: WireEnvelope {
             case .queue(let queue): try Check.name(queue, path + ".watch.queue", allowEmpty: false)
             case .all: break
             }
+            try Check.that(watch.instance.utf8.count <= 256, path + ".watch.instance", "must be at most 256 bytes")
         case .wait(let wait):
             switch wait.target {
             case nil: throw .missingField(path + ".wait.target")
@@ -137,6 +138,8 @@ extension Opq_V1_CoordinatorToClient: WireEnvelope {
             }
         case .heartbeat:
             break
+        case .output(let push):
+            try push.validate("CoordinatorToClient.output", rawFrames: rawFrames)
         }
     }
 }

@@ -1,10 +1,20 @@
-/// Validation and helpers of streamed output (`OutputChunk`, `ReadOutput`, `OutputSlice`).
+/// Validation and helpers of streamed output (`OutputChunk`, `OutputPush`, `ReadOutput`, `OutputSlice`).
 
 extension Opq_V1_OutputStream: KnownEnum {
     var isKnown: Bool { if case .UNRECOGNIZED = self { false } else { true } }
 }
 
-extension Opq_V1_OutputChunk {
+/// A piece of a command's output whose bytes travel in a raw frame: a worker's `OutputChunk`, the
+/// coordinator's `OutputPush`. One validation and one way to the bytes for both.
+public protocol RawOutputPiece {
+    var operation: UInt64 { get }
+    var attempt: UInt32 { get }
+    var stream: Opq_V1_OutputStream { get }
+    /// 1-based index of the raw frame holding the bytes.
+    var frame: UInt32 { get }
+}
+
+extension RawOutputPiece {
     func validate(_ path: @autoclosure () -> String, rawFrames: Int) throws(WireError) {
         try Check.id(operation, path() + ".operation")
         try Check.attempt(attempt, path() + ".attempt")
@@ -13,11 +23,15 @@ extension Opq_V1_OutputChunk {
         try Check.frame(frame, rawFrames: rawFrames, path() + ".frame")
     }
 
-    /// The chunk's bytes (validated: the frame exists).
+    /// The piece's bytes (validated: the frame exists).
     public func bytes(in raw: [[UInt8]]) -> [UInt8] {
         frame >= 1 && Int(frame) <= raw.count ? raw[Int(frame) - 1] : []
     }
 }
+
+extension Opq_V1_OutputChunk: RawOutputPiece {}
+
+extension Opq_V1_OutputPush: RawOutputPiece {}
 
 extension Opq_V1_ReadOutput {
     /// The largest slice a client may ask for.

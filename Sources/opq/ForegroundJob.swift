@@ -28,13 +28,18 @@ struct ForegroundJob {
     var onInterrupt: OnInterrupt
     /// The embedded cluster running the job, when there is one.
     var cluster: LocalCluster?
-    var started = Date()
+    /// When it started, on the runtime clock (``now()``): the summary's elapsed time.
+    var started = ForegroundJob.now()
     /// Print the end-of-job report (off when stdout carries JSON).
     var showsSummary = true
     /// Prints the operations' output as they finish (`opq map`, `--output`).
     var output: OutputPrinter?
     /// Called with every operation event (see ``JobProgress/onEvent``).
     var onEvent: ((RemoteEvent.StateChange) -> Void)?
+
+    /// Now on the runtime clock (``MonotonicClock``: Unix seconds that never jump), where the CLI's
+    /// deadlines and elapsed times are read.
+    static func now() -> Double { MonotonicClock.now() }
 
     init(connection: CoordinatorClient, receipt: JobReceipt, specs: [OperationSpec], title: String,
          verbosity: JobProgress.Verbosity, onInterrupt: OnInterrupt, cluster: LocalCluster? = nil) {
@@ -65,8 +70,10 @@ struct ForegroundJob {
                 observe?(event)
                 output.changed(event)
             }
-            progress.onTurn = { output.turn() }
-            progress.nextTurn = { output.nextTurn }
+            if output.wantsRunningOutput {
+                progress.includesOutput = true
+                progress.onOutput = { output.received($0) }
+            }
         } else {
             progress.onEvent = observe
         }
@@ -77,7 +84,7 @@ struct ForegroundJob {
             case .finished:
                 output?.finish()
                 let summary = try JobSummary.fetch(connection, job: job)
-                if showsSummary { summary.print(title: title, elapsed: Date().timeIntervalSince(started), connection: connection) }
+                if showsSummary { summary.print(title: title, elapsed: Self.now() - started, connection: connection) }
                 if !summary.allSucceeded { throw ExitStatus.someFailed }
             case .interrupted:
                 try interrupted(progress, isAlive: isAlive)
@@ -106,7 +113,7 @@ struct ForegroundJob {
             progress.isMuted = true
             // Give cancelled commands their kill grace to go; a second signal stops waiting.
             let grace = Double(LocalCluster.killGrace + 2)
-            _ = try? progress.follow(signals: 2, deadline: Date().addingTimeInterval(grace), isAlive: isAlive)
+            _ = try? progress.follow(signals: 2, deadline: Self.now() + grace, isAlive: isAlive)
             if let cluster {
                 if SignalTrap.count >= 2 { cluster.kill() } else { cluster.stop(grace: 2) }
             }

@@ -38,20 +38,20 @@ final class JobProgress {
     private var names: [OperationID: String]
     private let interactive: Bool
     private let verbosity: Verbosity
-    private let started = Date()
+    private let started = ForegroundJob.now()
     /// Finishes already seen in the first snapshot, which the rate does not count.
     private var finishedBefore: Int?
     /// Print a line once the first snapshot is in (`opq watch`).
     var announces = false
     /// Print JSON lines instead of text (`opq watch --json`).
     var emitsJSON = false
-    /// Called on every turn of ``follow(signals:deadline:isAlive:)``: after each update of the stream,
-    /// and at the time ``nextTurn`` asks for.
-    var onTurn: (() -> Void)?
-    /// When ``onTurn`` wants to run next even without news from the coordinator (nil = only on news).
-    var nextTurn: (() -> Date?)?
     /// Called with every start and finish, before it is shown (`opq map --joblog`, `--halt`, commands' output).
     var onEvent: ((RemoteEvent.StateChange) -> Void)?
+    /// Ask the coordinator for the running output of the watched operations, given to ``onOutput`` as it
+    /// comes (`opq map --line-buffer`).
+    var includesOutput = false
+    /// Called with every piece of running output (with ``includesOutput``).
+    var onOutput: ((OutputPiece) -> Void)?
     /// Print no more permanent lines (after Ctrl-C, one summary line stands for the cancelled operations).
     var isMuted = false
     private var states: [OperationID: OperationState] = [:]
@@ -80,27 +80,31 @@ final class JobProgress {
         return name.isEmpty ? "op-\(id.rawValue)" : "\(name) (op-\(id.rawValue))"
     }
 
-    private func elapsed() -> String { String(format: "%6.1fs", Date().timeIntervalSince(started)) }
+    private func elapsed() -> String { String(format: "%6.1fs", ForegroundJob.now() - started) }
 
     /// Follows the stream until the job finishes, `signals` signals have arrived (see ``SignalTrap``)
     /// or the deadline passed (both: `.interrupted`), or `isAlive` returns false.
     ///
     /// Driven by events: it blocks on the coordinator's stream and on ``WakePipe`` (signals, an exited
-    /// local process) together, and wakes up by itself only to redraw the terminal line or for ``nextTurn``.
-    func follow(signals: Int = 1, deadline: Date? = nil, isAlive: @escaping () -> Bool = { true }) throws(ClientError) -> Ending {
+    /// local process) together, and wakes up by itself only to redraw the terminal line.
+    ///
+    /// - Parameter deadline: on the runtime clock (``ForegroundJob/now()``).
+    func follow(signals: Int = 1, deadline: Double? = nil, isAlive: @escaping () -> Bool = { true }) throws(ClientError) -> Ending {
         switch scope {
-        case .job(let job): try connection.watch(.job(job))
-        case .all: try connection.watch(.all)
+        case .job(let job): try connection.watch(.job(job), includeOutput: includesOutput)
+        case .all: try connection.watch(.all, includeOutput: includesOutput)
         }
         defer { endLine() }
         let interruption = WakePipe.interruption { SignalTrap.count >= signals || !isAlive() }
         while true {
-            if SignalTrap.count >= signals || deadline.map({ Date() > $0 }) == true { return .interrupted }
+            let now = ForegroundJob.now()
+            if SignalTrap.count >= signals || deadline.map({ now > $0 }) == true { return .interrupted }
             if !isAlive() { return .lost }
-            onTurn?()
-            let wakeUps = [deadline, lineShown ? Date().addingTimeInterval(Self.redrawInterval) : nil, nextTurn?()].compactMap { $0 }
-            let until = wakeUps.min().map { ContinuousClock.now + .seconds(max(0, $0.timeIntervalSinceNow)) }
+            let wakeUps = [deadline, lineShown ? now + Self.redrawInterval : nil].compactMap { $0 }
+            let until = wakeUps.min().map { ContinuousClock.now + .seconds(max(0, $0 - now)) }
             switch try connection.nextWatchUpdate(until: until, interruption: interruption) {
+            case .output(let piece):
+                onOutput?(piece)
             case .timedOut:
                 if lineShown { draw() }  // the clock, rate and ETA move on between events
             case .interrupted:
@@ -279,7 +283,7 @@ final class JobProgress {
         if counts.failed > 0 { text += ", \(counts.failed) failed" }
         if counts.cancelled > 0 { text += ", \(counts.cancelled) cancelled" }
         text += ", \(counts.running) running"
-        let seconds = Date().timeIntervalSince(started)
+        let seconds = ForegroundJob.now() - started
         let recent = counts.done - (finishedBefore ?? counts.done)
         if recent > 0, seconds > 0.5 {
             let rate = Double(recent) / seconds

@@ -111,7 +111,7 @@ struct MapCommand: ParsableCommand {
             printError("opq map: no input items; nothing to run")
             return
         }
-        let started = Date()
+        let started = ForegroundJob.now()
         SignalTrap.install()
 
         var cluster: LocalCluster?

@@ -41,7 +41,7 @@ final class MapFollower {
     /// One operation event (see ``JobProgress/onEvent``).
     func observe(_ event: RemoteEvent.StateChange) {
         let id = event.operation
-        let time = event.time > 0 ? event.time : Date().timeIntervalSince1970
+        let time = event.time > 0 ? event.time : ForegroundJob.now()
         switch event.state {
         case .dispatched, .executing:
             if event.state == .executing || starts[id] == nil { starts[id] = (time, event.worker ?? "") }

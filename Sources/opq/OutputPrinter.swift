@@ -11,8 +11,9 @@ import OPQCore
 /// - ``Mode/group`` (parallel's default `--group`): an operation's output is printed when it finishes,
 ///   stdout then stderr, never mixed with another's.
 /// - ``Mode/keepOrder`` (`-k`): grouped, and in input order (an operation waits for those before it).
-/// - ``Mode/lineBuffer`` (`--line-buffer`): whole lines are passed on while the commands run (polled every
-///   0.1 s); lines of different operations interleave, a line is never split.
+/// - ``Mode/lineBuffer`` (`--line-buffer`): whole lines are passed on while the commands run, as the
+///   coordinator pushes them (``received(_:)``: the watch asks for output); lines of different operations
+///   interleave, a line is never split.
 ///
 /// `--tag` puts the operation's item and a tab before every line; `opq run` puts a `--- name (op-N) ---`
 /// header before each operation's output instead. Output that was not kept whole (over the spool's cap,
@@ -61,8 +62,6 @@ final class OutputPrinter {
     /// Operations seen finished, with their outcome (nil = finished as far as the job's end tells).
     private var outcomes: [OperationID: Outcome?] = [:]
     private var nextInOrder = 0
-    private var running: Set<OperationID> = []
-    private var lastPoll = Date.distantPast
     private var failure: ClientError?
 
     /// A line longer than this is passed on in pieces (line buffering).
@@ -99,11 +98,8 @@ final class OutputPrinter {
     func changed(_ change: RemoteEvent.StateChange) {
         let id = change.operation
         switch change.state {
-        case .executing where mode == .lineBuffer && !done.contains(id):
-            running.insert(id)
         case .finished where outcomes[id] == nil:
             outcomes[id] = .some(change.outcome)
-            running.remove(id)
             switch mode {
             case .group, .lineBuffer: emit(id)
             case .keepOrder: emitInOrder()
@@ -113,25 +109,22 @@ final class OutputPrinter {
         }
     }
 
-    /// When line buffering wants the next ``turn()``: 0.1 s after the last one while commands run (the
-    /// coordinator does not push output to clients yet, so running output is fetched at that pace);
-    /// nil when nothing is to be fetched.
-    var nextTurn: Date? {
-        guard mode == .lineBuffer, !running.isEmpty else { return nil }
-        return lastPoll.addingTimeInterval(Self.lineBufferInterval)
-    }
+    /// Whether the watch must ask for running output (line buffering).
+    var wantsRunningOutput: Bool { mode == .lineBuffer }
 
-    /// How often line buffering fetches the output of running commands.
-    static let lineBufferInterval = 0.1
-
-    /// A turn of the follow loop: with line buffering, passes on the lines written since the last fetch.
-    func turn() {
-        guard mode == .lineBuffer, !running.isEmpty, Date().timeIntervalSince(lastPoll) >= Self.lineBufferInterval else { return }
-        lastPoll = Date()
-        for id in running.sorted() {
-            pump(Key(id: id, stream: .standardOutput), final: false)
-            pump(Key(id: id, stream: .standardError), final: false)
-        }
+    /// A piece of running output pushed by the coordinator (line buffering): passes its whole lines on.
+    /// Bytes already printed are skipped; a gap (pieces the coordinator skipped for a slow client) is
+    /// read from the spool first.
+    func received(_ piece: OutputPiece) {
+        guard mode == .lineBuffer, !done.contains(piece.operation) else { return }
+        let key = Key(id: piece.operation, stream: piece.stream)
+        if piece.offset > cursors[key]?.offset ?? 0 { pump(key, final: false) }
+        var cursor = cursors[key] ?? Cursor()
+        let end = piece.offset + UInt64(piece.bytes.count)
+        guard failure == nil, cursor.offset >= piece.offset, end > cursor.offset else { return }
+        deliver(Array(piece.bytes[Int(cursor.offset - piece.offset)...]), key, &cursor)
+        cursor.offset = end
+        cursors[key] = cursor
     }
 
     /// The job finished: prints what was not printed yet, in input order.

@@ -63,7 +63,7 @@ struct RunCommand: ParsableCommand {
             throw fail(.usage, tooLarge.description)
         }
         SignalTrap.install()
-        let started = Date()
+        let started = ForegroundJob.now()
         let record = RunResume(file: file, jobFile: jobFile)
         guard let submission = try record.submission(jobFile.submission, resuming: resume) else { return }
         let (cluster, connection) = try LocalCluster.startConnected(workers: workers, slots: slots ?? ProcessInfo.processInfo.activeProcessorCount)

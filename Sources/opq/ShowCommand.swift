@@ -26,14 +26,15 @@ struct ShowCommand: ParsableCommand {
             or that it is in line for a free slot. In --json: "waiting": [{"kind", "text", …}].
               opq logs op-17        # its captured output
 
-            --story adds what happened to it, step by step, from the coordinator's event log: each
-            transition (submitted, ready, dispatched, started, progress, retry, requeued, succeeded,
-            failed, cancelled) with its time, attempt, worker and cause — the message or timer it
+            --story adds what happened to it, step by step, as the coordinator keeps it per operation
+            until it is pruned: each transition (submitted, ready, dispatched, started, retry, requeued,
+            cancelling, succeeded, failed, cancelled) with its time, attempt, worker and cause — the message or timer it
             followed from ("#42 worker report", "#43 timers"), so steps with one cause happened together.
               opq show op-17 --story
             In --json: "story": {"steps": [{"sequence", "time", "event", "attempt", "worker", "text",
-            "cause"}], "omitted", "complete"}. A long story keeps its first 100 and latest steps; an old
-            operation's first steps may have left the log (the most recent 100,000 events).
+            "cause"}], "omitted", "complete"}. Progress reports show while the event log holds them (the
+            most recent 100,000 events). A long story keeps its first 100 and latest steps ("omitted"
+            counts the rest); "complete" is false when it starts after a coordinator restart.
             """
     )
 
@@ -100,7 +101,7 @@ struct ShowCommand: ParsableCommand {
 
     /// The story as lines: local time, the step in words, then its cause (and the event's number).
     static func printStory(_ story: OperationStatus.Story) {
-        print("  story:" + (story.isComplete ? "" : " (its first steps have left the coordinator's event log)"))
+        print("  story:" + (story.isComplete ? "" : " (it starts after a coordinator restart: its earlier steps are not kept)"))
         var previousTime: Double?
         for (index, step) in story.steps.enumerated() {
             if story.omitted > 0 && index == 100 { print("    … \(story.omitted) steps left out …") }

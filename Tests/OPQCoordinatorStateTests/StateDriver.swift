@@ -13,8 +13,10 @@ struct StateDriver {
     /// The injected clock, in seconds.
     var now = 100.0
 
-    init(durable: Bool = true, heartbeatInterval: Double = 1, liveness: Int = 3, clientBacklogMessages: Int = 10_000) {
+    init(durable: Bool = true, heartbeatInterval: Double = 1, liveness: Int = 3, clientBacklogMessages: Int = 10_000,
+         eventHistory: Int = 100_000) {
         var configuration = CoordinatorConfiguration()
+        configuration.eventHistory = eventHistory
         configuration.heartbeatInterval = heartbeatInterval
         configuration.liveness = liveness
         configuration.killGrace = 10
@@ -72,6 +74,24 @@ struct StateDriver {
                 }
             }]
         }
+    }
+
+    /// Worker `name` streams `text` as output of attempt `attempt` of `operation` from `offset` (report `sequence`).
+    mutating func output(_ name: String, _ operation: UInt64, attempt: UInt32 = 1, stream: Opq_V1_OutputStream = .stdout,
+                         offset: UInt64 = 0, _ text: String, sequence: UInt64) throws -> [String] {
+        var message = Opq_V1_WorkerMessage()
+        message.reports.sequence = sequence
+        message.reports.items = [.with {
+            $0.output = .with {
+                $0.operation = operation
+                $0.attempt = attempt
+                $0.stream = stream
+                $0.offset = offset
+                $0.frame = 1
+            }
+        }]
+        state.handleWorker(try Frames.encode(message, raw: [Array(text.utf8)], to: Array(name.utf8)), peerKey: nil, now: now)
+        return state.takeActions().map(render)
     }
 
     /// A request from the client connection `client`; returns the actions it caused at once.
@@ -160,7 +180,7 @@ struct StateDriver {
     }
 
     static func describe(_ frames: [[UInt8]]) -> String {
-        guard let (identity, message, _) = try? Frames.decodeRouted(frames, as: Opq_V1_CoordinatorToClient.self) else { return "undecodable" }
+        guard let (identity, message, raw) = try? Frames.decodeRouted(frames, as: Opq_V1_CoordinatorToClient.self) else { return "undecodable" }
         let to = String(decoding: identity, as: UTF8.self)
         switch message.body {
         case .reply(let reply)?:
@@ -181,6 +201,9 @@ struct StateDriver {
             }
         case .events(let events)?:
             return "\(to) events \(events.items.count)"
+        case .output(let push)?:
+            let text = String(decoding: push.bytes(in: raw), as: UTF8.self)
+            return "\(to) output \(push.operation)#\(push.attempt) \(push.stream) @\(push.offset) \(text.debugDescription)"
         default:
             return "\(to) \(String(describing: message.body))"
         }

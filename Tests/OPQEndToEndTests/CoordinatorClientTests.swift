@@ -160,6 +160,55 @@ import ZeroMQ
         #expect(again.finishedJobs == [JobID(2)])
     }
 
+    @Test func aSilentWatchAsksAgainAndAfterARestartTakesTheNewCoordinatorsSnapshot() throws {
+        let scripted = try ScriptedRouter()
+        defer { scripted.close() }
+        let client = Shared(try CoordinatorClient(endpoint: scripted.endpoint))
+        client.value.watchCheckSeconds = 0.3
+        let updates = Shared<[WatchUpdate]>([])
+        let progress = Counter()
+        Thread {
+            do {
+                try client.value.watch(.job(JobID(2)))
+                for _ in 0..<2 {
+                    updates.value.append(try client.value.nextWatchUpdate(until: nil))
+                    progress.bump("update")
+                }
+            } catch {
+                progress.bump("failed")
+            }
+        }.start()
+        let (identity, first) = try #require(try receive(scripted.router, within: 20))
+        #expect(!first.watch.hasResumeAfter && !first.watch.hasInstance)
+        try send(scripted.router, identity, .reply(first.requestID) { $0.watching.instance = "A" })
+        try send(scripted.router, identity, .with {
+            $0.snapshot.watch = first.requestID
+            $0.snapshot.sequence = 5
+            $0.snapshot.jobs = [.with { $0.id = 2 }]
+        })
+        // Silence: the client asks for the watch again, resuming after what it saw, on instance A only.
+        let (_, check) = try #require(try receive(scripted.router, within: 20), "the silent watch was not asked for again")
+        #expect(check.watch.job == 2 && check.watch.resumeAfter == 5 && check.watch.instance == "A")
+        // The coordinator restarted (instance B): not resumed, a fresh snapshot — the job finished meanwhile.
+        try send(scripted.router, identity, .reply(check.requestID) { $0.watching.instance = "B" })
+        let (_, unwatch) = try #require(try receive(scripted.router, within: 20))
+        #expect(unwatch.unwatch.watch == first.requestID)
+        try send(scripted.router, identity, .reply(unwatch.requestID) { $0.done = Opq_V1_Done() })
+        try send(scripted.router, identity, .with {
+            $0.snapshot.watch = check.requestID
+            $0.snapshot.sequence = 1
+            $0.snapshot.jobs = [.with { $0.id = 2; $0.finished = true }]
+        })
+        #expect(progress.wait(within: 20) { $0["update", default: 0] == 2 || $0["failed", default: 0] > 0 })
+        #expect(progress["failed"] == 0)
+        let got = updates.value
+        guard got.count == 2, case .snapshot(let start) = got[0], case .snapshot(let again) = got[1] else {
+            Issue.record("unexpected updates: \(got)")
+            return
+        }
+        #expect(start.finishedJobs.isEmpty && again.finishedJobs == [JobID(2)])
+    }
+
     private func send(_ router: Socket, _ identity: [UInt8], _ message: Opq_V1_CoordinatorToClient) throws {
         _ = try router.send(try Frames.encode(message, to: identity))
     }

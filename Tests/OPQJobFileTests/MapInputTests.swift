@@ -2,6 +2,7 @@ import OPQCore
 import OPQJobFile
 import Testing
 import Foundation
+import OPQRuntime
 
 @Suite struct MapInputTests {
     @Test func sourcesFollowTheCommand() throws {
@@ -92,29 +93,20 @@ import Foundation
         let command = template.command(for: ["a"], sequence: 1, slots: SlotLocks(directory: directory, count: 2))
         // Three commands at once for two slots: two take 1 and 2 and hold them (cat waits on stdin);
         // the third finds none free and fails with 126.
-        var processes: [(Process, Pipe, Pipe)] = []
+        var children: [ChildProcess] = []
         for _ in 0..<3 {
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: command.argv[0])
-            process.arguments = Array(command.argv.dropFirst())
-            let input = Pipe(), output = Pipe()
-            process.standardInput = input
-            process.standardOutput = output
-            process.standardError = FileHandle.nullDevice
-            try process.run()
-            processes.append((process, input, output))
-            if processes.count < 3 {
+            let child = try ChildProcess(command.argv[0], Array(command.argv.dropFirst()), stdinPipe: true, stdout: .capture, stderr: .null)
+            children.append(child)
+            if children.count < 3 {
                 // Wait for this one's slot number (it holds the lock from then on).
-                let line = output.fileHandleForReading.availableData
-                #expect(String(decoding: line, as: UTF8.self) == "\(processes.count)\n")
+                #expect(child.waitForOutput("\n", within: 30))
+                #expect(child.output == "\(children.count)\n")
             }
         }
-        processes[2].0.waitUntilExit()
-        #expect(processes[2].0.terminationStatus == 126)
-        for (process, input, _) in processes.prefix(2) {
-            try input.fileHandleForWriting.close()
-            process.waitUntilExit()
-            #expect(process.terminationStatus == 0)
+        #expect(children[2].finish(within: 30) == 126)
+        for child in children.prefix(2) {
+            child.closeInput()
+            #expect(child.finish(within: 30) == 0)
         }
     }
 }

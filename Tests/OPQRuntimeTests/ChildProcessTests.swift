@@ -53,6 +53,24 @@ struct ChildProcessTests {
         #expect(child.waitForExit(within: 1) != nil)
     }
 
+    @Test func aPipedStandardInputReachesTheChildAndClosingItEndsIt() throws {
+        let child = try ChildProcess("/bin/cat", [], name: "cat", stdinPipe: true, stdout: .capture)
+        #expect(child.writeInput(Array("hello\n".utf8)))
+        #expect(child.waitForOutput("hello\n", within: 30), "the line reached cat while its input is still open")
+        #expect(child.isRunning)
+        #expect(child.writeInput(Array("world\n".utf8)))
+        child.closeInput()
+        #expect(child.finish(within: 30) == 0)
+        #expect(child.output == "hello\nworld\n")
+        #expect(!child.writeInput([1]), "no pipe once closed")
+    }
+
+    @Test func writingToAChildThatStoppedReadingFailsInsteadOfKillingUs() throws {
+        let child = try ChildProcess("/bin/true", [], stdinPipe: true)
+        #expect(child.finish(within: 30) == 0)
+        #expect(!child.writeInput(Array(repeating: 0, count: 1 << 17)))
+    }
+
     @Test func aMissingExecutableIsAnErrorNamingIt() {
         #expect {
             _ = try ChildProcess("/nonexistent/opq-worker", [], name: "w1")

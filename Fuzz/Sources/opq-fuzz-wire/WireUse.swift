@@ -119,6 +119,8 @@ enum WireUse {
                     _ = (change.outcome.core, change.reason.core)
                 }
             }
+        case .output(let push):
+            _ = (push.operation, push.offset, push.bytes(in: raw))
         case .heartbeat, nil:
             break
         }

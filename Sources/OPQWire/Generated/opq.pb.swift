@@ -2192,6 +2192,23 @@ public nonisolated struct Opq_V1_Watch: Sendable {
   /// Clears the value of `resumeAfter`. Subsequent reads from it will return its default value.
   public mutating func clearResumeAfter() {self._resumeAfter = nil}
 
+  /// coordinator still holds them (Reply says whether it did).
+  /// Also push the output of the watched operations as the workers stream it (OutputPush), so a client
+  /// prints running output without asking (`opq map --line-buffer`). Best effort: a push a full client
+  /// cannot take is skipped; the next push's offset shows the gap, which ReadOutput fills.
+  public var includeOutput: Bool = false
+
+  /// Resume (resume_after) only on this coordinator instance (Watching.instance of an earlier watch):
+  /// after a restart the numbering starts again, so another instance sends a Snapshot instead.
+  public var instance: String {
+    get {_instance ?? String()}
+    set {_instance = newValue}
+  }
+  /// Returns true if `instance` has been explicitly set.
+  public var hasInstance: Bool {self._instance != nil}
+  /// Clears the value of `instance`. Subsequent reads from it will return its default value.
+  public mutating func clearInstance() {self._instance = nil}
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   /// Required.
@@ -2208,6 +2225,7 @@ public nonisolated struct Opq_V1_Watch: Sendable {
   public init() {}
 
   fileprivate var _resumeAfter: UInt64? = nil
+  fileprivate var _instance: String? = nil
 }
 
 /// Stop a stream started by the Watch whose request id is `watch`.
@@ -2330,6 +2348,15 @@ public nonisolated struct Opq_V1_CoordinatorToClient: Sendable {
     set {body = .heartbeat(newValue)}
   }
 
+  /// Running output of a watched operation (Watch.include_output).
+  public var output: Opq_V1_OutputPush {
+    get {
+      if case .output(let v)? = body {return v}
+      return Opq_V1_OutputPush()
+    }
+    set {body = .output(newValue)}
+  }
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   /// Required.
@@ -2342,8 +2369,41 @@ public nonisolated struct Opq_V1_CoordinatorToClient: Sendable {
     case events(Opq_V1_Events)
     /// Liveness of a watch stream.
     case heartbeat(Opq_V1_Heartbeat)
+    /// Running output of a watched operation (Watch.include_output).
+    case output(Opq_V1_OutputPush)
 
   }
+
+  public init() {}
+}
+
+/// A piece of a watched operation's output, as a worker streamed it (the same bytes the spool keeps,
+/// also past its cap). Pieces of one stream come in offset order; a piece sent again after a worker
+/// reconnects repeats bytes already sent (same offsets).
+public nonisolated struct Opq_V1_OutputPush: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  /// The Watch request's id.
+  public var watch: UInt64 = 0
+
+  /// Operation id, ≥ 1.
+  public var operation: UInt64 = 0
+
+  /// Attempt number, ≥ 1.
+  public var attempt: UInt32 = 0
+
+  /// Required.
+  public var stream: Opq_V1_OutputStream = .unspecified
+
+  /// Offset of the first byte in the stream.
+  public var offset: UInt64 = 0
+
+  /// 1-based index of the raw frame holding the bytes (≥ 1).
+  public var frame: UInt32 = 0
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
 }
@@ -3266,6 +3326,9 @@ public nonisolated struct Opq_V1_Watching: Sendable {
 
   /// The requested resume_after was still held: Events replay from there, no Snapshot.
   public var resumed: Bool = false
+
+  /// This coordinator instance (changes when it restarts); see Watch.instance.
+  public var instance: String = String()
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
@@ -5938,7 +6001,7 @@ nonisolated extension Opq_V1_ListWorkers: SwiftProtobuf.Message, SwiftProtobuf._
 
 nonisolated extension Opq_V1_Watch: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".Watch"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}job\0\u{1}queue\0\u{1}all\0\u{3}resume_after\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}job\0\u{1}queue\0\u{1}all\0\u{3}resume_after\0\u{4}f\u{7}include_output\0\u{1}instance\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -5976,6 +6039,8 @@ nonisolated extension Opq_V1_Watch: SwiftProtobuf.Message, SwiftProtobuf._Messag
         }
       }()
       case 4: try { try decoder.decodeSingularUInt64Field(value: &self._resumeAfter) }()
+      case 490: try { try decoder.decodeSingularBoolField(value: &self.includeOutput) }()
+      case 491: try { try decoder.decodeSingularStringField(value: &self._instance) }()
       default: break
       }
     }
@@ -6004,12 +6069,20 @@ nonisolated extension Opq_V1_Watch: SwiftProtobuf.Message, SwiftProtobuf._Messag
     try { if let v = self._resumeAfter {
       try visitor.visitSingularUInt64Field(value: v, fieldNumber: 4)
     } }()
+    if self.includeOutput != false {
+      try visitor.visitSingularBoolField(value: self.includeOutput, fieldNumber: 490)
+    }
+    try { if let v = self._instance {
+      try visitor.visitSingularStringField(value: v, fieldNumber: 491)
+    } }()
     try unknownFields.traverse(visitor: &visitor)
   }
 
   public static func ==(lhs: Opq_V1_Watch, rhs: Opq_V1_Watch) -> Bool {
     if lhs.scope != rhs.scope {return false}
     if lhs._resumeAfter != rhs._resumeAfter {return false}
+    if lhs.includeOutput != rhs.includeOutput {return false}
+    if lhs._instance != rhs._instance {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -6121,7 +6194,7 @@ nonisolated extension Opq_V1_Wait: SwiftProtobuf.Message, SwiftProtobuf._Message
 
 nonisolated extension Opq_V1_CoordinatorToClient: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".CoordinatorToClient"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}reply\0\u{1}snapshot\0\u{1}events\0\u{1}heartbeat\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}reply\0\u{1}snapshot\0\u{1}events\0\u{1}heartbeat\0\u{2}f\u{7}output\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -6181,6 +6254,19 @@ nonisolated extension Opq_V1_CoordinatorToClient: SwiftProtobuf.Message, SwiftPr
           self.body = .heartbeat(v)
         }
       }()
+      case 490: try {
+        var v: Opq_V1_OutputPush?
+        var hadOneofValue = false
+        if let current = self.body {
+          hadOneofValue = true
+          if case .output(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.body = .output(v)
+        }
+      }()
       default: break
       }
     }
@@ -6208,6 +6294,10 @@ nonisolated extension Opq_V1_CoordinatorToClient: SwiftProtobuf.Message, SwiftPr
       guard case .heartbeat(let v)? = self.body else { preconditionFailure() }
       try visitor.visitSingularMessageField(value: v, fieldNumber: 4)
     }()
+    case .output?: try {
+      guard case .output(let v)? = self.body else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 490)
+    }()
     case nil: break
     }
     try unknownFields.traverse(visitor: &visitor)
@@ -6215,6 +6305,61 @@ nonisolated extension Opq_V1_CoordinatorToClient: SwiftProtobuf.Message, SwiftPr
 
   public static func ==(lhs: Opq_V1_CoordinatorToClient, rhs: Opq_V1_CoordinatorToClient) -> Bool {
     if lhs.body != rhs.body {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Opq_V1_OutputPush: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".OutputPush"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}watch\0\u{1}operation\0\u{1}attempt\0\u{1}stream\0\u{1}offset\0\u{1}frame\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularUInt64Field(value: &self.watch) }()
+      case 2: try { try decoder.decodeSingularUInt64Field(value: &self.operation) }()
+      case 3: try { try decoder.decodeSingularUInt32Field(value: &self.attempt) }()
+      case 4: try { try decoder.decodeSingularEnumField(value: &self.stream) }()
+      case 5: try { try decoder.decodeSingularUInt64Field(value: &self.offset) }()
+      case 6: try { try decoder.decodeSingularUInt32Field(value: &self.frame) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if self.watch != 0 {
+      try visitor.visitSingularUInt64Field(value: self.watch, fieldNumber: 1)
+    }
+    if self.operation != 0 {
+      try visitor.visitSingularUInt64Field(value: self.operation, fieldNumber: 2)
+    }
+    if self.attempt != 0 {
+      try visitor.visitSingularUInt32Field(value: self.attempt, fieldNumber: 3)
+    }
+    if self.stream != .unspecified {
+      try visitor.visitSingularEnumField(value: self.stream, fieldNumber: 4)
+    }
+    if self.offset != 0 {
+      try visitor.visitSingularUInt64Field(value: self.offset, fieldNumber: 5)
+    }
+    if self.frame != 0 {
+      try visitor.visitSingularUInt32Field(value: self.frame, fieldNumber: 6)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Opq_V1_OutputPush, rhs: Opq_V1_OutputPush) -> Bool {
+    if lhs.watch != rhs.watch {return false}
+    if lhs.operation != rhs.operation {return false}
+    if lhs.attempt != rhs.attempt {return false}
+    if lhs.stream != rhs.stream {return false}
+    if lhs.offset != rhs.offset {return false}
+    if lhs.frame != rhs.frame {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -7640,7 +7785,7 @@ nonisolated extension Opq_V1_WorkerList: SwiftProtobuf.Message, SwiftProtobuf._M
 
 nonisolated extension Opq_V1_Watching: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".Watching"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}resumed\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}resumed\0\u{2}k\u{7}instance\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -7649,6 +7794,7 @@ nonisolated extension Opq_V1_Watching: SwiftProtobuf.Message, SwiftProtobuf._Mes
       // enabled. https://github.com/apple/swift-protobuf/issues/1034
       switch fieldNumber {
       case 1: try { try decoder.decodeSingularBoolField(value: &self.resumed) }()
+      case 492: try { try decoder.decodeSingularStringField(value: &self.instance) }()
       default: break
       }
     }
@@ -7658,11 +7804,15 @@ nonisolated extension Opq_V1_Watching: SwiftProtobuf.Message, SwiftProtobuf._Mes
     if self.resumed != false {
       try visitor.visitSingularBoolField(value: self.resumed, fieldNumber: 1)
     }
+    if !self.instance.isEmpty {
+      try visitor.visitSingularStringField(value: self.instance, fieldNumber: 492)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
   public static func ==(lhs: Opq_V1_Watching, rhs: Opq_V1_Watching) -> Bool {
     if lhs.resumed != rhs.resumed {return false}
+    if lhs.instance != rhs.instance {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
