@@ -63,6 +63,9 @@ extension Opq_V1_ClientRequest: WireEnvelope {
             }
         case .readOutput(let read):
             try read.validate(path + ".read_output")
+        case .reserve(let reserve):
+            try Check.that(reserve.count >= 1 && reserve.count <= WireLimits.maxReservations, path + ".reserve.count",
+                           "must be 1 to \(WireLimits.maxReservations), not \(reserve.count)")
         case .listQueues, .listJobs, .listWorkers, .unwatch, .heartbeat:
             break
         }
@@ -98,6 +101,8 @@ extension Opq_V1_OperationSpec {
         }
         try Check.count(dependants.count, path() + ".dependants")
         for (k, dependant) in dependants.enumerated() { try Check.id(dependant, "\(path()).dependants[\(k)]") }
+        try Check.that(reservation == 0 || reservation > WireLimits.reservationBase, path() + ".reservation",
+                       "must be 0 or a reservation (an id from a Reserve), not \(reservation)")
         try Check.known(qos, path() + ".qos")
         try Check.known(requires, path() + ".requires")
         try Check.that(retries <= WireLimits.maxRetries, path() + ".retries",
@@ -166,6 +171,11 @@ extension Opq_V1_Reply {
             }
         case .output(let slice):
             try slice.validate(path + ".output", rawFrames: rawFrames)
+        case .reserved(let reserved):
+            try Check.count(reserved.ids.count, path + ".reserved.ids", minimum: 1, maximum: WireLimits.maxReservations)
+            for (k, id) in reserved.ids.enumerated() {
+                try Check.that(id > WireLimits.reservationBase, "\(path).reserved.ids[\(k)]", "must be a reservation (above 2^62), not \(id)")
+            }
         case .done, .cancelled, .dependency, .queues, .jobs, .workers, .watching, .pruned:
             break
         }
