@@ -66,6 +66,13 @@ extension Scheduler {
         openReservation(id).map { reservations.open[$0]!.map(self.id) }
     }
 
+    /// The open reservations operation `index` depends on, by number.
+    /// - Complexity: O(forward edges).
+    func reservations(awaitedBy index: Int) -> [OperationID] {
+        guard !reservations.open.isEmpty else { return [] }
+        return reservations.open.filter { $0.value.contains(index) }.keys.sorted().map { OperationID.reservation($0) }
+    }
+
     /// Adds the forward edge "`index` depends on reservation `number`" (new: the caller checked);
     /// a ready operation waits again.
     mutating func addForwardEdge(_ index: Int, on number: UInt64) {

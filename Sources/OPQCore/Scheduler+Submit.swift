@@ -158,7 +158,11 @@ extension Scheduler {
         var added: [Int: [Int]] = [:]
         for edge in plan.dependants { added[edge.dependant, default: []].append(edge.target) }
         func dependencies(of node: Int) -> [Int] {
-            if node >= plan.base { return Array(plan.explicit[node - plan.base]) + plan.implicit[node - plan.base] }
+            if node >= plan.base {
+                // A finished operation holds nothing: a path through it is no cycle.
+                return (Array(plan.explicit[node - plan.base]) + plan.implicit[node - plan.base])
+                    .filter { $0 >= plan.base || operations[$0].state != .finished }
+            }
             return operations[node].dependencies.compactMap { operations[$0.index].state != .finished ? $0.index : nil }
                 + (added[node] ?? [])
         }

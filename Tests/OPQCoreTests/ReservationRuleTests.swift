@@ -42,6 +42,7 @@ import Testing
         #expect(try Self.addDependency(&h, "b", on: "r"))
         #expect(h.take() == ["journal add b→r", "b pending"])
         #expect(try !Self.addDependency(&h, "b", on: "r"))  // a duplicate changes nothing
+        #expect(h.core.blockers(of: h.id("b")) == [.dependencies([h.id("r")]), .queueSuspended("default")])
         try h.suspend("default", false)
         #expect(h.dispatchOrder.isEmpty && h.state("b") == .pending)
 
@@ -84,6 +85,22 @@ import Testing
         try h.submit([fine])
         try h.suspend("default", false)
         #expect(try h.runToEnd() == ["fine", "x"])
+    }
+
+    @Test func aPathThroughAFinishedOperationIsNoCycle() throws {
+        var h = Harness()
+        try h.suspend("held")
+        try h.submit([op("x", queue: "held")])
+        _ = try Self.reserve(&h, ["r"])
+        try Self.addDependency(&h, "x", on: "r")
+        try h.submit([op("u", queue: "held", ids: [h.id("x")])])
+        try h.submit([op("f", queue: "held", ids: [h.id("u")])])
+        try h.cancel("f")  // finished, with an edge onto the unfinished u
+        // taker → f (finished) → u → x → taker would be a cycle only if f could still hold anything.
+        var taker = op("taker", ids: [h.id("f")])
+        taker.reservation = h.id("r")
+        try h.submit([taker])
+        #expect(h.snapshot("x").dependencies == [h.id("taker")])
     }
 
     @Test func aGivenUpReservationCountsAsCancelled() throws {
