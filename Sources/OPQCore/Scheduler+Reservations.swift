@@ -46,7 +46,8 @@ extension Scheduler {
     /// - Throws: ``RequestError/invalidReservationCount(_:)`` for a count outside 1...``Limits/maxReservations``.
     public mutating func reserve(_ count: Int, at time: Timestamp) throws(RequestError) -> [OperationID] {
         now = time
-        guard count >= 1, count <= Limits.maxReservations else { throw .invalidReservationCount(count) }
+        guard count >= 1, count <= Limits.maxReservations,
+              reservations.handedOut + UInt64(count) <= OperationID.maxReservationNumber else { throw .invalidReservationCount(count) }
         let first = reservations.handedOut + 1
         reservations.handedOut += UInt64(count)
         for number in first...reservations.handedOut { reservations.open[number] = [] }

@@ -1,3 +1,5 @@
+import OPQCore
+
 /// Validation of the client ↔ coordinator envelopes. Field paths follow the `.proto` field names.
 ///
 /// Submissions are checked here only for what the core cannot report better: sizes, enum values and
@@ -101,7 +103,7 @@ extension Opq_V1_OperationSpec {
         }
         try Check.count(dependants.count, path() + ".dependants")
         for (k, dependant) in dependants.enumerated() { try Check.id(dependant, "\(path()).dependants[\(k)]") }
-        try Check.that(reservation == 0 || reservation > WireLimits.reservationBase, path() + ".reservation",
+        try Check.that(reservation == 0 || OperationID(reservation).isReservation, path() + ".reservation",
                        "must be 0 or a reservation (an id from a Reserve), not \(reservation)")
         try Check.known(qos, path() + ".qos")
         try Check.known(requires, path() + ".requires")
@@ -174,7 +176,7 @@ extension Opq_V1_Reply {
         case .reserved(let reserved):
             try Check.count(reserved.ids.count, path + ".reserved.ids", minimum: 1, maximum: WireLimits.maxReservations)
             for (k, id) in reserved.ids.enumerated() {
-                try Check.that(id > WireLimits.reservationBase, "\(path).reserved.ids[\(k)]", "must be a reservation (above 2^62), not \(id)")
+                try Check.that(OperationID(id).isReservation, "\(path).reserved.ids[\(k)]", "must be a reservation (just above 2^62), not \(id)")
             }
         case .done, .cancelled, .dependency, .queues, .jobs, .workers, .watching, .pruned:
             break

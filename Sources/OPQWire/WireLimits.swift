@@ -25,8 +25,6 @@ public enum WireLimits {
     public static let maxNameBytes = Limits.maxNameBytes
     /// Most reservations one `Reserve` asks for.
     public static let maxReservations = Limits.maxReservations
-    /// Ids above this are reservations (`OperationID.reservationBase`).
-    public static let reservationBase = OperationID.reservationBase
     /// Most bytes of a progress report's message (`Progress.message`); longer ones are refused, and
     /// ``Opq_V1_Progress/clampedMessage(_:)`` shortens a message to fit.
     public static let maxProgressMessageBytes = 1_024
