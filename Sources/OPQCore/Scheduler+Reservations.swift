@@ -18,7 +18,9 @@
 /// refused as an unknown dependency. A dependant cancelled meanwhile simply finishes; its forward edge
 /// is dropped when the reservation ends. Reservations, forward edges and their ends are journaled
 /// (`.reserved`, `.dependency`, the `.submitted` that takes one up, `.cancelled`), so a restarted
-/// coordinator keeps them.
+/// coordinator keeps them. Known limit: a journal compaction that replaces a pruned job's submission by
+/// its tombstone also drops the take-up it carried, so after a restart an unfinished operation that had
+/// waited on that reservation would wait on it again (until it is cancelled).
 struct Reservations: Sendable {
     /// Open reservations by number: the dependants (operation indexes) with a forward edge onto each,
     /// in the order the edges were added, each at most once.
@@ -98,12 +100,7 @@ extension Scheduler {
             guard present else { return false }
             effects.append(.journal(.dependency(id(index), on: reservation, added: false)))
             reservations.open[number]!.removeAll { $0 == index }
-            if operations[index].state == .pending {
-                operations[index].unfinishedDependencies -= 1
-                if operations[index].unfinishedDependencies == 0, !operations[index].isWaitingForRetry, !operations[index].isCancelled {
-                    makeReady(index)
-                }
-            }
+            if operations[index].state == .pending { forwardEdgeGone(index) }
         }
         settle()
         return true
@@ -120,13 +117,21 @@ extension Scheduler {
     /// Gives reservation `number` up: as if its operation finished `cancelled` (see ``Reservations``).
     mutating func giveUp(_ number: UInt64) {
         for index in reservations.open.removeValue(forKey: number) ?? [] where operations[index].state == .pending {
-            operations[index].unfinishedDependencies -= 1
             if operations[index].requires == .success {
+                operations[index].unfinishedDependencies -= 1
                 enqueueFinish(index, .cancelled, .dependencyFailed)
-            } else if operations[index].unfinishedDependencies == 0, !operations[index].isWaitingForRetry, !operations[index].isCancelled {
-                makeReady(index)
+            } else {
+                forwardEdgeGone(index)
             }
         }
         settle()
+    }
+
+    /// A forward edge of pending operation `index` is gone: it becomes ready if that was its last wait.
+    private mutating func forwardEdgeGone(_ index: Int) {
+        operations[index].unfinishedDependencies -= 1
+        if operations[index].unfinishedDependencies == 0, !operations[index].isWaitingForRetry, !operations[index].isCancelled {
+            makeReady(index)
+        }
     }
 }
