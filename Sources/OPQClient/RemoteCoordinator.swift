@@ -19,7 +19,7 @@ import ZeroMQ
 ///
 /// Thread-safe. ``close()`` (or the last reference going away) ends the connection; requests still
 /// waiting then throw ``ClientError/closed(endpoint:)``.
-// @unchecked Sendable: `tracking` and `gates` are read and changed only under `lock`; the socket belongs to `loop`'s thread.
+// @unchecked Sendable: `tracking`, `reservations` and `inFlight` are read and changed only under `lock`; the socket belongs to `loop`'s thread.
 public final class RemoteCoordinator: @unchecked Sendable {
     /// The coordinator's client endpoint, e.g. `tcp://127.0.0.1:7131` or `ipc:///run/opq/clients`.
     public let endpoint: String
@@ -30,10 +30,14 @@ public final class RemoteCoordinator: @unchecked Sendable {
     public let requestTimeout: Double
 
     let loop: ClientLoop
-    /// Guards the tracking state (`RemoteCoordinator+Stream.swift`) and the gates (`RemoteCoordinator+Submit.swift`).
+    /// Guards the tracking state (`RemoteCoordinator+Stream.swift`), the reservations and the submissions
+    /// in flight (`RemoteCoordinator+Submit.swift`); broadcast when a submission ends.
     let lock = NSCondition()
     var tracking = Tracking()
-    var gates: [ObjectIdentifier: GateList] = [:]
+    /// The reservation of each operation not added yet that an accepted operation depends on.
+    var reservations: [ObjectIdentifier: Reservation] = [:]
+    /// Operations whose submission was sent and not answered yet.
+    var inFlight = Set<ObjectIdentifier>()
 
     /// Connects to the coordinator at `endpoint` and starts its event stream.
     ///
@@ -66,13 +70,19 @@ public final class RemoteCoordinator: @unchecked Sendable {
     }
 
     deinit {
+        giveUpReservations(timeout: 0)
         loop.close()
         connectionDidClose()
     }
 
     /// Ends the connection: requests and waits still pending throw ``ClientError/closed(endpoint:)``;
     /// operations keep the state they had. Safe to call more than once.
+    ///
+    /// Operations added through it that wait for an operation never added (a dependency on an operation
+    /// in no queue) stop waiting for it: the coordinator treats that operation as finished `cancelled`
+    /// (so they run, or are cancelled under `requires: .success`).
     public func close() {
+        giveUpReservations(timeout: min(requestTimeout, 5))
         loop.close()
         connectionDidClose()
     }

@@ -13,7 +13,11 @@ extension RemoteOperation {
     /// - this one added, `operation` too: the coordinator adds the edge (a `pending` or `ready` operation
     ///   waits again; once dispatched it has no effect);
     /// - this one added, `operation` not yet: this one waits until `operation` is added and has
-    ///   finished (Foundation's rule for a dependency not yet in a queue).
+    ///   finished (Foundation's rule for a dependency not yet in a queue). The coordinator holds the
+    ///   edge on a *reservation* for `operation` (an id `op-rN`, not its ``id``, which stays nil until it
+    ///   is added); adding `operation` turns it into an ordinary edge, and a cycle it would close makes
+    ///   that add throw, changing nothing. If this program closes its connection without adding
+    ///   `operation`, this one stops waiting as if `operation` had finished `cancelled`.
     ///
     /// Adding the same dependency twice changes nothing.
     /// - Throws: the coordinator's refusal, e.g. ``ClientError/refused(_:)`` with code `cycle` naming

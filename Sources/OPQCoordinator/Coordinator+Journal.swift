@@ -129,7 +129,7 @@ extension Coordinator {
     func journalRefusal(of request: Opq_V1_ClientRequest, bytes: Int) throws -> Opq_V1_Error? {
         guard let journal = durability?.journal else { return nil }
         switch request.body {
-        case .submit, .cancel, .setQueue, .setPriority, .addDependency, .removeDependency, .prune: break
+        case .submit, .cancel, .setQueue, .setPriority, .addDependency, .removeDependency, .prune, .reserve: break
         default: return nil
         }
         if durability!.stall != nil, journal.hasRoom(for: journal.pendingBytes + bytes) { try commitJournal() }

@@ -74,6 +74,11 @@ extension CoordinatorState {
                 let changed = try core.removeDependency(OperationID(edge.operation), on: OperationID(edge.dependency), at: now)
                 reply { $0.dependency.changed = changed }
             } catch { refuse(error) }
+        case .reserve(let reserve):
+            do {
+                let ids = try core.reserve(Int(reserve.count), at: now)
+                reply { $0.reserved.ids = ids.map(\.rawValue) }
+            } catch { refuse(error) }
         case .listQueues:
             reply { $0.queues.queues = core.queueNames.map(queueInfo) }
         case .listJobs(let list):

@@ -50,6 +50,8 @@ public enum RequestError: Error, Hashable, Sendable, CustomStringConvertible {
     case invalidMaxConcurrent(queue: String, value: Int)
     /// Adding the dependency would close a cycle; members in cycle order.
     case cycle([OperationID])
+    /// A reservation request for fewer than 1 or more than ``Limits/maxReservations`` ids.
+    case invalidReservationCount(Int)
 
     public var description: String {
         switch self {
@@ -60,6 +62,8 @@ public enum RequestError: Error, Hashable, Sendable, CustomStringConvertible {
             "queue '\(queue)': maxConcurrent must be -1 (no limit), 0 (hold) or positive, not \(value)"
         case .cycle(let members):
             "dependency cycle: " + (members + members.prefix(1)).map(\.description).joined(separator: " → ")
+        case .invalidReservationCount(let count):
+            "a reservation asks for 1 to \(Limits.maxReservations) ids, not \(count)"
         }
     }
 }

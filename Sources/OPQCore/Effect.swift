@@ -62,8 +62,10 @@ public enum JournalRecord: Sendable {
     case queueSettings(queue: String, maxConcurrent: Int, isSuspended: Bool)
     /// A priority change.
     case priority(OperationID, QueuePriority)
-    /// A dependency added (`true`) or removed (`false`).
+    /// A dependency added (`true`) or removed (`false`); `on` may be a reservation (a forward edge).
     case dependency(OperationID, on: OperationID, added: Bool)
+    /// `count` reservations were handed out, the first being `first` (``Scheduler/reserve(_:at:)``).
+    case reserved(first: OperationID, count: Int)
     /// A reconnecting worker took back a requeued attempt it was still running (no `.dispatched` event).
     case adopted(OperationID, attempt: Int, worker: WorkerID)
     /// Attempt `attempt` of the operation was given to `worker` (a dispatch).

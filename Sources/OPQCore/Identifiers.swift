@@ -10,7 +10,26 @@ public struct OperationID: Hashable, Comparable, Sendable, CustomStringConvertib
 
     public static func < (lhs: OperationID, rhs: OperationID) -> Bool { lhs.rawValue < rhs.rawValue }
 
-    public var description: String { "op-\(rawValue)" }
+    public var description: String {
+        isReservation ? "op-r\(rawValue - OperationID.reservationBase)" : "op-\(rawValue)"
+    }
+
+    /// Ids in `reservationBase + 1 ... reservationBase + maxReservationNumber` are *reservations*: ids the
+    /// coordinator hands out (``Scheduler/reserve(_:at:)``) for an operation its client has not submitted
+    /// yet, so that accepted operations can depend on it (Foundation lets an operation depend on one that
+    /// no queue has yet). They never collide with submitted operations' ids, which are dense from 1. A
+    /// reservation shows as `op-rN`.
+    public static let reservationBase: UInt64 = 1 << 62
+    /// The most reservations a coordinator hands out over its life (2^40).
+    public static let maxReservationNumber: UInt64 = 1 << 40
+
+    /// Whether this id is a reservation (see ``reservationBase``), not a submitted operation.
+    public var isReservation: Bool {
+        rawValue > OperationID.reservationBase && rawValue - OperationID.reservationBase <= OperationID.maxReservationNumber
+    }
+
+    /// The reservation numbered `number` (1-based).
+    public static func reservation(_ number: UInt64) -> OperationID { OperationID(reservationBase + number) }
 
     /// Position of the operation in the core's dense storage of `count` operations, or nil when no
     /// operation with this id can be there (0, beyond `count`, or beyond `Int.max`): total for any id

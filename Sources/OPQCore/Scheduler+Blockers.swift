@@ -5,7 +5,7 @@ extension Scheduler {
     /// suspended queue); all are listed, in the order a user would address them.
     public enum Blocker: Hashable, Sendable, CustomStringConvertible {
         /// These dependencies have not finished (explicit ones and the barrier it waits behind), in
-        /// the order they were added.
+        /// the order they were added; then the reservations (`op-rN`, operations not submitted yet) it waits on.
         case dependencies([OperationID])
         /// A failed attempt's backoff runs; it becomes ready at the time given (the core's clock).
         case retryBackoff
@@ -54,7 +54,7 @@ extension Scheduler {
     /// Why `id` has not started; empty for an unknown operation and for one that is dispatched,
     /// executing or finished.
     ///
-    /// - Complexity: O(dependencies + live workers).
+    /// - Complexity: O(dependencies + live workers), plus O(forward edges) when reservations are open.
     public func blockers(of id: OperationID) -> [Blocker] {
         guard let index = index(of: id), !isPruned(index) else { return [] }
         let record = operations[index]
@@ -62,6 +62,7 @@ extension Scheduler {
         var blockers: [Blocker] = []
         if record.isWaitingForRetry { blockers.append(.retryBackoff) }
         let waiting = record.dependencies.filter { operations[$0.index].state != .finished }.map { self.id($0.index) }
+            + reservations(awaitedBy: index)
         if !waiting.isEmpty { blockers.append(.dependencies(waiting)) }
         // Cancelled operations and empty ones never go to a worker: only the queue can hold them.
         let queue = queues[Int(record.queue)]

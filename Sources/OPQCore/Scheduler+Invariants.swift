@@ -42,9 +42,10 @@ extension Scheduler {
             }
         }
 
+        let forwardEdges = reservations.edgesPerDependant
         for (index, record) in operations.enumerated() {
             let name = "\(id(index)) '\(record.name)'"
-            var unfinishedDependencies: UInt32 = 0
+            var unfinishedDependencies: UInt32 = record.state <= .ready ? forwardEdges[index, default: 0] : 0
             for edge in record.dependencies {
                 if operations[edge.index].state != .finished { unfinishedDependencies += 1 }
                 let back = operations[edge.index].dependants.filter { $0 == Edge(index, implicit: edge.isImplicit) }.count

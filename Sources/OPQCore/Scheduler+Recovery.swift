@@ -30,6 +30,9 @@ extension Scheduler {
             try setPriority(priority, of: id, at: time)
         case let .dependency(id, on, added):
             if added { try addDependency(id, on: on, at: time) } else { try removeDependency(id, on: on, at: time) }
+        case let .reserved(first, count):
+            let ids = try reserve(count, at: time)
+            guard ids.first == first else { throw RequestError.unknownOperation(first) }
         case let .attempt(id, attempt, worker), let .adopted(id, attempt, worker):
             try restoreAttempt(id, attempt: attempt, worker: worker, at: time)
         case let .retry(id, reason):

@@ -12,9 +12,17 @@ extension Scheduler {
     /// Cancels one operation. Not started → finished `cancelled` at once; dispatched or executing → the
     /// worker is told (it finishes when the worker reports); finished → nothing changes.
     /// Returns what the cancel covered (the operation; journaled as such, whatever its state).
+    ///
+    /// An open reservation (``reserve(_:at:)``) is given up: it counts as an operation that finished
+    /// `cancelled`, and a later submission under it is refused (see ``Reservations``).
     @discardableResult
     public mutating func cancel(_ operation: OperationID, at time: Timestamp) throws(RequestError) -> [OperationID] {
         now = time
+        if let number = openReservation(operation) {
+            effects.append(.journal(.cancelled([operation])))
+            giveUp(number)
+            return [operation]
+        }
         guard let index = index(of: operation) else { throw .unknownOperation(operation) }
         effects.append(.journal(.cancelled([operation])))
         cancelOne(index)
@@ -140,11 +148,18 @@ extension Scheduler {
     /// Makes `operation` depend on `dependency`. A pending or ready operation waits again; once
     /// dispatched, nothing changes (returns false). A dependency already present is ignored.
     /// Refused if it would close a cycle.
+    ///
+    /// `dependency` may be an open reservation (``reserve(_:at:)``): a forward edge onto the operation to
+    /// be submitted under it, which cannot close a cycle yet (the submission that takes it up is checked).
     /// - Complexity: O(unfinished ancestors of `dependency`) for the cycle check.
     @discardableResult
     public mutating func addDependency(_ operation: OperationID, on dependency: OperationID, at time: Timestamp) throws(RequestError) -> Bool {
         now = time
         guard let index = index(of: operation) else { throw .unknownOperation(operation) }
+        if dependency.isReservation {
+            guard let number = openReservation(dependency) else { throw .unknownOperation(dependency) }
+            return changeForwardEdge(index, on: dependency, number: number, adding: true)
+        }
         guard let target = self.index(of: dependency) else { throw .unknownOperation(dependency) }
         guard operations[index].state <= .ready else { return false }
         if operations[index].dependencies.contains(Edge(target, implicit: false)) { return false }
@@ -173,6 +188,10 @@ extension Scheduler {
     public mutating func removeDependency(_ operation: OperationID, on dependency: OperationID, at time: Timestamp) throws(RequestError) -> Bool {
         now = time
         guard let index = index(of: operation) else { throw .unknownOperation(operation) }
+        if dependency.isReservation {
+            guard let number = openReservation(dependency) else { throw .unknownOperation(dependency) }
+            return changeForwardEdge(index, on: dependency, number: number, adding: false)
+        }
         guard let target = self.index(of: dependency) else { throw .unknownOperation(dependency) }
         let edge = Edge(target, implicit: false)
         guard operations[index].dependencies.contains(edge) else { return false }

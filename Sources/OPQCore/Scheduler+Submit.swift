@@ -35,6 +35,12 @@ extension Scheduler {
         /// Edges from accepted operations (still pending or ready) onto batch operations
         /// (``OperationSpec/dependants``), as global indexes.
         var dependants: [(dependant: Int, target: Int)] = []
+        /// Reservations taken up: (batch position, reservation number). Their forward edges are among
+        /// `dependants`.
+        var takenUp: [(position: Int, number: UInt64)] = []
+        /// Forward edges from batch operations onto reservations not taken up by the batch:
+        /// (batch position, reservation number).
+        var forward: [(position: Int, number: UInt64)] = []
     }
 
     /// Accepts a submission whole, or refuses it whole.
@@ -60,8 +66,21 @@ extension Scheduler {
         }
 
         var byName = [String: Int](minimumCapacity: specs.count)
+        // Reservations taken up by the batch: number → batch position.
+        var takingUp: [UInt64: Int] = [:]
         for (k, spec) in specs.enumerated() {
             try Scheduler.validateFields(spec, index: k)
+            if let reservation = spec.reservation {
+                guard let number = openReservation(reservation) else {
+                    throw .invalidField(index: k, name: spec.name, field: "reservation",
+                                        problem: "names \(reservation), which is not an open reservation (taken up or given up already, or never handed out)")
+                }
+                if let first = takingUp[number] {
+                    throw .invalidField(index: k, name: spec.name, field: "reservation",
+                                        problem: "names \(reservation), which operation #\(first + 1) of this submission takes up already")
+                }
+                takingUp[number] = k
+            }
             guard !spec.name.isEmpty else { continue }
             if let first = byName[spec.name] { throw .duplicateName(spec.name, index: k, firstIndex: first) }
             byName[spec.name] = k
@@ -83,10 +102,19 @@ extension Scheduler {
                     }
                     target = base + j
                 case .id(let id):
-                    guard let j = index(of: id) else {
-                        throw .unknownDependency(index: k, name: spec.name, reference: reference, suggestion: nil)
+                    if let number = openReservation(id) {
+                        guard let j = takingUp[id.rawValue - OperationID.reservationBase] else {
+                            // A forward edge onto an operation still to be submitted.
+                            if !plan.forward.contains(where: { $0 == (k, number) }) { plan.forward.append((k, number)) }
+                            continue
+                        }
+                        target = base + j
+                    } else {
+                        guard let j = index(of: id) else {
+                            throw .unknownDependency(index: k, name: spec.name, reference: reference, suggestion: nil)
+                        }
+                        target = j
                     }
-                    target = j
                 }
                 // Duplicates are ignored (SEMANTICS §3); a set keeps wide fan-ins linear.
                 let isNew = seen != nil ? seen!.insert(target).inserted : !targets.contains(target)
@@ -102,6 +130,12 @@ extension Scheduler {
                 if operations[d].state <= .ready, !plan.dependants.contains(where: { $0 == (d, base + k) }) {
                     plan.dependants.append((d, base + k))
                 }
+            }
+        }
+        for (number, k) in takingUp.sorted(by: { $0.value < $1.value }) {
+            plan.takenUp.append((k, number))
+            for d in reservations.open[number]! where operations[d].state <= .ready && !plan.dependants.contains(where: { $0 == (d, base + k) }) {
+                plan.dependants.append((d, base + k))
             }
         }
         for (k, row) in barrierDependencies(of: specs, base: base).enumerated() { plan.implicit.append(row, rowIndex: k) }
@@ -124,7 +158,11 @@ extension Scheduler {
         var added: [Int: [Int]] = [:]
         for edge in plan.dependants { added[edge.dependant, default: []].append(edge.target) }
         func dependencies(of node: Int) -> [Int] {
-            if node >= plan.base { return Array(plan.explicit[node - plan.base]) + plan.implicit[node - plan.base] }
+            if node >= plan.base {
+                // A finished operation holds nothing: a path through it is no cycle.
+                return (Array(plan.explicit[node - plan.base]) + plan.implicit[node - plan.base])
+                    .filter { $0 >= plan.base || operations[$0].state != .finished }
+            }
             return operations[node].dependencies.compactMap { operations[$0.index].state != .finished ? $0.index : nil }
                 + (added[node] ?? [])
         }
@@ -313,6 +351,8 @@ extension Scheduler {
                 }
             }
         }
+        for (position, number) in plan.forward { addForwardEdge(base + position, on: number) }
+        for taken in plan.takenUp { takeUp(taken.number) }
         for edge in plan.dependants {
             link(edge.dependant, to: edge.target, implicit: false)
             if operations[edge.dependant].state == .ready {
@@ -323,6 +363,7 @@ extension Scheduler {
         }
         let receipt = SubmissionReceipt(job: JobID(index: job), operations: (base..<base + specs.count).map(id))
         effects.append(.journal(.submitted(receipt, submission)))
+        for (k, spec) in specs.enumerated() where spec.isCancelled && !doomed.contains(base + k) { doomed.append(base + k) }
         for index in base..<base + specs.count {
             if operations[index].unfinishedDependencies == 0, !doomed.contains(index) {
                 makeReady(index)
@@ -330,7 +371,9 @@ extension Scheduler {
                 notify(index)
             }
         }
-        for index in doomed { enqueueFinish(index, .cancelled, .dependencyFailed) }
+        for index in doomed {
+            enqueueFinish(index, .cancelled, specs[index - base].isCancelled ? .cancelRequested : .dependencyFailed)
+        }
         drainFinishes()
         pump()
         return receipt

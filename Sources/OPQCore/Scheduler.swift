@@ -80,6 +80,8 @@ public struct Scheduler: Sendable {
     var isDrainingFinishes = false
     /// The time of the event being handled.
     var now: Timestamp = 0
+    /// Reservations handed out and the forward edges onto those not submitted yet (Scheduler+Reservations).
+    var reservations = Reservations()
     /// Scratch space for the dispatch loop.
     var candidates: [(key: UInt64, queue: Int, heap: Int)] = []
 

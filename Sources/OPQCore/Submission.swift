@@ -43,6 +43,13 @@ public struct OperationSpec: Sendable {
     /// (a client's dependency on an operation it had not added yet). A cycle they close refuses the
     /// whole submission; one that is dispatched or finished by then gets no edge (as `addDependency`).
     public var dependants: [OperationID]
+    /// The reservation this operation takes up (``Scheduler/reserve(_:at:)``), or nil: the operations
+    /// waiting on the reservation then wait on this operation, atomically with the submission (a cycle
+    /// that closes refuses the whole submission).
+    public var reservation: OperationID?
+    /// Cancelled before it was submitted (Foundation's `cancel()` before `addOperation`): it is accepted
+    /// and finishes `cancelled` at once, without being dispatched.
+    public var isCancelled = false
 
     /// Creates an operation spec with Foundation's defaults.
     public init(
@@ -57,7 +64,9 @@ public struct OperationSpec: Sendable {
         timeout: Double? = nil,
         labels: [String: String] = [:],
         isBarrier: Bool = false,
-        dependants: [OperationID] = []
+        dependants: [OperationID] = [],
+        reservation: OperationID? = nil,
+        isCancelled: Bool = false
     ) {
         self.name = name
         self.queue = queue
@@ -71,6 +80,8 @@ public struct OperationSpec: Sendable {
         self.labels = labels
         self.isBarrier = isBarrier
         self.dependants = dependants
+        self.reservation = reservation
+        self.isCancelled = isCancelled
     }
 }
 

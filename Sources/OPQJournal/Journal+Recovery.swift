@@ -51,7 +51,7 @@ extension Journal {
             guard let pruned = core.prune(job: job) else { throw RequestError.unknownJob(job) }
             state.jobFinishedAt[job] = nil
             state.garbage.add([pruned])
-        case .cancelled, .queueSettings, .priority, .dependency, .attempt, .retry, .requeue, .finished:
+        case .cancelled, .queueSettings, .priority, .dependency, .reserved, .attempt, .retry, .requeue, .finished:
             try core.replay(entry.record!, at: time)
         }
     }
@@ -85,6 +85,8 @@ extension JournalEntry {
             return "a priority change of \(id)"
         case let .dependency(id, on, added):
             return "\(added ? "a dependency added" : "a dependency removed"): \(id) on \(on)"
+        case let .reserved(first, count):
+            return "\(count) reservation\(count == 1 ? "" : "s") from \(first)"
         case let .attempt(id, attempt, worker):
             return "attempt \(attempt) of \(id) on worker '\(worker)'"
         case .retry(let id, _):

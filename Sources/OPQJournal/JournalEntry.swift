@@ -13,8 +13,10 @@ public enum JournalEntry: Sendable {
     case queueSettings(queue: String, maxConcurrent: Int, isSuspended: Bool)
     /// A priority change.
     case priority(OperationID, QueuePriority)
-    /// A dependency added or removed.
+    /// A dependency added or removed (`on` may be a reservation).
     case dependency(OperationID, on: OperationID, added: Bool)
+    /// Reservations handed out: `count` ids from `first` (OPQCore's `Reservations`).
+    case reserved(first: OperationID, count: Int)
     /// An attempt went to a worker (dispatched, or adopted back after a reconnect).
     case attempt(OperationID, attempt: Int, worker: WorkerID)
     /// An attempt failed and the operation waits for a retry.
@@ -57,6 +59,7 @@ public enum JournalEntry: Sendable {
         case let .queueSettings(queue, max, suspended): self = .queueSettings(queue: queue, maxConcurrent: max, isSuspended: suspended)
         case let .priority(id, priority): self = .priority(id, priority)
         case let .dependency(id, on, added): self = .dependency(id, on: on, added: added)
+        case let .reserved(first, count): self = .reserved(first: first, count: count)
         case let .adopted(id, attempt, worker), let .attempt(id, attempt, worker): self = .attempt(id, attempt: attempt, worker: worker)
         case let .retry(id, reason): self = .retry(id, reason: reason)
         case .requeue(let id): self = .requeue(id)
@@ -73,6 +76,7 @@ public enum JournalEntry: Sendable {
         case let .queueSettings(queue, max, suspended): .queueSettings(queue: queue, maxConcurrent: max, isSuspended: suspended)
         case let .priority(id, priority): .priority(id, priority)
         case let .dependency(id, on, added): .dependency(id, on: on, added: added)
+        case let .reserved(first, count): .reserved(first: first, count: count)
         case let .attempt(id, attempt, worker): .attempt(id, attempt: attempt, worker: worker)
         case let .retry(id, reason): .retry(id, reason: reason)
         case .requeue(let id): .requeue(id)
@@ -87,6 +91,8 @@ enum EntryKind: UInt8 {
     case submitted = 1, cancelled, queueSettings, priority, dependency, attempt, retry, requeue, finished, jobFinished, pruned, forgotten
     /// A submission stored as the coordinator received it: the bytes are its whole `ClientRequest`.
     case submittedRequest
+    /// Reservations handed out.
+    case reserved
 }
 
 extension JournalEntry {
@@ -124,6 +130,10 @@ extension JournalEntry {
             out.varint(id.rawValue)
             out.varint(on.rawValue)
             out.flag(added)
+        case let .reserved(first, count):
+            out.kind(.reserved)
+            out.varint(first.rawValue)
+            out.varint(UInt64(max(0, count)))
         case let .attempt(id, attempt, worker):
             out.kind(.attempt)
             out.varint(id.rawValue)
@@ -202,6 +212,11 @@ extension JournalEntry {
             let id = try op()
             let on = try op()
             return .dependency(id, on: on, added: try input.flag())
+        case .reserved:
+            let first = try op()
+            let count = try input.varint()
+            guard first.isReservation, count >= 1, count <= UInt64(Limits.maxReservations) else { throw DecodeProblem("a malformed reservation") }
+            return .reserved(first: first, count: Int(count))
         case .attempt:
             let id = try op()
             let attempt = try input.varint()
@@ -242,7 +257,7 @@ extension JournalEntry {
         case .priority(let id, _), .dependency(let id, _, _), .attempt(let id, _, _), .retry(let id, _), .requeue(let id),
              .finished(let id, _, _):
             id
-        case .submitted, .cancelled, .queueSettings, .jobFinished, .pruned, .forgotten:
+        case .submitted, .cancelled, .queueSettings, .reserved, .jobFinished, .pruned, .forgotten:
             nil
         }
     }

@@ -60,6 +60,10 @@ extension Opq_V1_Error {
         case .cycle(let members):
             code = .cycle
             cycleOperations = members.map(\.rawValue)
+        case .invalidReservationCount(let count):
+            code = .malformedMessage
+            field = "ClientRequest.reserve.count"
+            value = Int64(count)
         }
     }
 

@@ -20,6 +20,8 @@ extension Opq_V1_OperationSpec {
         dependants = spec.dependants.map(\.rawValue)
         if spec.resources.cpus != 1 { cpus = UInt32(clamping: spec.resources.cpus) }
         memoryBytes = UInt64(clamping: spec.resources.memory)
+        reservation = spec.reservation?.rawValue ?? 0
+        cancelled = spec.isCancelled
     }
 }
 
@@ -38,7 +40,9 @@ extension OperationSpec {
             timeout: wire.hasTimeoutSeconds ? wire.timeoutSeconds : nil,
             labels: wire.labels,
             isBarrier: wire.barrier,
-            dependants: wire.dependants.map(OperationID.init))
+            dependants: wire.dependants.map(OperationID.init),
+            reservation: wire.reservation == 0 ? nil : OperationID(wire.reservation),
+            isCancelled: wire.cancelled)
         resources = Resources(cpus: wire.cpus == 0 ? 1 : Int(wire.cpus), memory: Int(clamping: wire.memoryBytes))
     }
 }

@@ -1,3 +1,5 @@
+import OPQCore
+
 /// Validation of the client ↔ coordinator envelopes. Field paths follow the `.proto` field names.
 ///
 /// Submissions are checked here only for what the core cannot report better: sizes, enum values and
@@ -64,6 +66,9 @@ extension Opq_V1_ClientRequest: WireEnvelope {
             }
         case .readOutput(let read):
             try read.validate(path + ".read_output")
+        case .reserve(let reserve):
+            try Check.that(reserve.count >= 1 && reserve.count <= WireLimits.maxReservations, path + ".reserve.count",
+                           "must be 1 to \(WireLimits.maxReservations), not \(reserve.count)")
         case .listQueues, .listJobs, .listWorkers, .unwatch, .heartbeat:
             break
         }
@@ -99,6 +104,8 @@ extension Opq_V1_OperationSpec {
         }
         try Check.count(dependants.count, path() + ".dependants")
         for (k, dependant) in dependants.enumerated() { try Check.id(dependant, "\(path()).dependants[\(k)]") }
+        try Check.that(reservation == 0 || OperationID(reservation).isReservation, path() + ".reservation",
+                       "must be 0 or a reservation (an id from a Reserve), not \(reservation)")
         try Check.known(qos, path() + ".qos")
         try Check.known(requires, path() + ".requires")
         try Check.that(retries <= WireLimits.maxRetries, path() + ".retries",
@@ -169,6 +176,11 @@ extension Opq_V1_Reply {
             }
         case .output(let slice):
             try slice.validate(path + ".output", rawFrames: rawFrames)
+        case .reserved(let reserved):
+            try Check.count(reserved.ids.count, path + ".reserved.ids", minimum: 1, maximum: WireLimits.maxReservations)
+            for (k, id) in reserved.ids.enumerated() {
+                try Check.that(OperationID(id).isReservation, "\(path).reserved.ids[\(k)]", "must be a reservation (just above 2^62), not \(id)")
+            }
         case .done, .cancelled, .dependency, .queues, .jobs, .workers, .watching, .pruned:
             break
         }

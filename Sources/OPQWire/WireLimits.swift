@@ -23,6 +23,8 @@ public enum WireLimits {
     public static let maxListEntries = Limits.maxListEntries
     /// Most bytes of one name (operation, queue, worker, handler, label key).
     public static let maxNameBytes = Limits.maxNameBytes
+    /// Most reservations one `Reserve` asks for.
+    public static let maxReservations = Limits.maxReservations
     /// Most bytes of a progress report's message (`Progress.message`); longer ones are refused, and
     /// ``Opq_V1_Progress/clampedMessage(_:)`` shortens a message to fit.
     public static let maxProgressMessageBytes = 1_024

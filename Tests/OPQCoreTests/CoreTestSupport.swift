@@ -91,6 +91,7 @@ struct Harness {
             case let .priority(id, priority): return "journal priority \(name(id)) \(priority)"
             case let .dependency(id, on, added): return "journal \(added ? "add" : "remove") \(name(id))→\(name(on))"
             case let .adopted(id, attempt, worker): return "journal adopted \(name(id))@\(worker) #\(attempt)"
+            case let .reserved(first, count): return "journal reserve \(first) ×\(count)"
             case .attempt, .retry, .requeue, .finished: return nil
             }
         }

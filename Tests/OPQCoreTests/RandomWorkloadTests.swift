@@ -81,6 +81,10 @@ extension WorkloadRun {
             }
             verifiedFinished[o.id - 1] = o.state == .finished
         }
+        for number in 1...model.handedOut + 1 {
+            let live = core.reservedDependants(of: .reservation(UInt64(number)))?.map { Int($0.rawValue) }
+            if live != model.reservations[number] { return "op-r\(number): core waits \(live as Any), model \(model.reservations[number] as Any)" }
+        }
         guard core.queueNames == model.queues.map(\.name) else { return "queues: core \(core.queueNames), model \(model.queues.map(\.name))" }
         // One pass over the model for every queue, job and worker view.
         var listed: [String: [Int]] = [:], queueCounts: [String: OperationCounts] = [:], busy: Set<String> = []

@@ -69,6 +69,10 @@ struct ReferenceModel {
     var now: Double = 0
     /// Kills asked for by the last event.
     var kills: [String] = []
+    /// Open reservations by number: the operations with a forward edge onto each (ReferenceModel+Reservations).
+    var reservations: [Int: [Int]] = [:]
+    /// Reservations handed out so far.
+    var handedOut = 0
 
     init(configuration: Scheduler.Configuration) { self.configuration = configuration }
 
@@ -109,8 +113,17 @@ struct ReferenceModel {
         let names = specs.map(\.name).filter { !$0.isEmpty }
         if Set(names).count != names.count { return nil }
         let base = ops.count
+        // Reservations taken up (number → batch position) and forward edges (position, number).
+        var taking: [Int: Int] = [:]
+        for (k, spec) in specs.enumerated() {
+            guard let reservation = spec.reservation else { continue }
+            let number = Int(reservation.rawValue - OperationID.reservationBase)
+            guard reservation.isReservation, reservations[number] != nil, taking[number] == nil else { return nil }
+            taking[number] = k
+        }
+        var forward: [(Int, Int)] = []
         var explicit: [[Int]] = []
-        for spec in specs {
+        for (k, spec) in specs.enumerated() {
             var deps: [Int] = []
             for reference in spec.dependencies {
                 let target: Int
@@ -118,6 +131,14 @@ struct ReferenceModel {
                 case .name(let name):
                     guard let k = specs.firstIndex(where: { $0.name == name && !name.isEmpty }) else { return nil }
                     target = base + k + 1
+                case .id(let id) where id.isReservation:
+                    let number = Int(id.rawValue - OperationID.reservationBase)
+                    guard reservations[number] != nil else { return nil }
+                    guard let j = taking[number] else {
+                        if !forward.contains(where: { $0 == (k, number) }) { forward.append((k, number)) }
+                        continue
+                    }
+                    target = base + j + 1
                 case .id(let id):
                     guard isKnown(Int(id.rawValue)) else { return nil }
                     target = Int(id.rawValue)
@@ -152,7 +173,19 @@ struct ReferenceModel {
             }
         }
         if struck.count != specs.count { return nil }
+        var trial = self
+        trial.accept(submission, explicit: explicit, implicit: implicit, taking: taking, forward: forward)
+        if trial.hasCycle() { return nil }
+        self = trial
+        for (k, spec) in specs.enumerated() where spec.isCancelled { finish(base + k, .cancelled) }
+        settle()
+        return jobs.last
+    }
 
+    /// Puts a checked submission in place (see ``submit(_:)``).
+    mutating func accept(_ submission: Submission, explicit: [[Int]], implicit: [[Int]], taking: [Int: Int], forward: [(Int, Int)]) {
+        let specs = submission.operations
+        let base = ops.count
         for (name, settings) in submission.queueSettings {
             let q = ensureQueue(name)
             if let max = settings.maxConcurrent { queues[q].maxConcurrent = max }
@@ -169,8 +202,12 @@ struct ReferenceModel {
             nextSequence += 1
         }
         jobs.append(Array(base + 1...base + specs.count))
-        settle()
-        return jobs.last
+        for (number, k) in taking.sorted(by: { $0.value < $1.value }) {
+            for d in reservations.removeValue(forKey: number)! where ops[d - 1].state <= .ready {
+                ops[d - 1].explicit.append(base + k + 1)
+            }
+        }
+        for (k, number) in forward { reservations[number]!.append(base + k + 1) }
     }
 
     // MARK: - Requests
@@ -288,13 +325,14 @@ struct ReferenceModel {
             // Finishes within one pass are seen by the next pass.
             let finished = ops.map { $0.state == .finished }
             let futile = ops.map { $0.state == .finished && $0.outcome != .succeeded }
+            let awaiting = Set(reservations.values.joined())
             for i in ops.indices where ops[i].state == .pending || ops[i].state == .ready {
                 if ops[i].requires == .success, ops[i].explicit.contains(where: { futile[$0 - 1] }) {
                     finish(i, .cancelled)
                     changed = true
                     continue
                 }
-                if ops[i].state == .pending, ops[i].retryAt == nil,
+                if ops[i].state == .pending, ops[i].retryAt == nil, !awaiting.contains(ops[i].id),
                    ops[i].explicit.allSatisfy({ finished[$0 - 1] }), ops[i].implicit.allSatisfy({ finished[$0 - 1] }) {
                     ops[i].state = .ready
                     changed = true

@@ -28,6 +28,10 @@ enum WorkloadEvent: CustomStringConvertible {
     case setPriority(Int, QueuePriority)
     case addDependency(Int, on: Int)
     case removeDependency(Int, on: Int)
+    case reserve(Int)
+    case cancelReservation(Int)
+    case addForwardDependency(Int, on: Int)
+    case removeForwardDependency(Int, on: Int)
     case join(WorkerID, slots: Int, queues: Set<String>?, labels: [String: String], holding: [Scheduler.HeldAttempt])
     case leave(WorkerID)
     case lose(WorkerID)
@@ -50,6 +54,10 @@ enum WorkloadEvent: CustomStringConvertible {
         case let .setPriority(id, p): return "setPriority op-\(id) \(p)"
         case let .addDependency(id, target): return "addDependency op-\(id) on op-\(target)"
         case let .removeDependency(id, target): return "removeDependency op-\(id) on op-\(target)"
+        case .reserve(let count): return "reserve \(count)"
+        case .cancelReservation(let number): return "cancel op-r\(number)"
+        case let .addForwardDependency(id, number): return "addDependency op-\(id) on op-r\(number)"
+        case let .removeForwardDependency(id, number): return "removeDependency op-\(id) on op-r\(number)"
         case let .join(w, slots, queues, labels, holding):
             let q = queues.map { " queues \($0.sorted())" } ?? ""
             let l = labels.isEmpty ? "" : " labels \(labels)"
@@ -69,6 +77,8 @@ enum WorkloadEvent: CustomStringConvertible {
         if spec.priority != .normal { parts.append("\(spec.priority)") }
         if !spec.dependencies.isEmpty { parts.append("deps\(spec.dependencies.map(\.description))") }
         if spec.isBarrier { parts.append("barrier") }
+        if let reservation = spec.reservation { parts.append("takes \(reservation)") }
+        if spec.isCancelled { parts.append("cancelled") }
         if spec.work.isEmpty { parts.append("empty") }
         if spec.requires == .success { parts.append("success") }
         if spec.retries != 0 { parts.append("r\(spec.retries)") }
@@ -101,6 +111,7 @@ struct WorkloadGenerator {
         let held = model.ops.filter(model.isHeld)
         let unfinished = model.ops.filter { $0.state != .finished }
         if model.workers.isEmpty, rng.chance(0.3) { return join(model) }
+        if rng.chance(0.06) { return reservationEvent(model, unfinished) }
         let roll = rng.int(0...999)
         switch roll {
         case 0..<140:
@@ -152,6 +163,27 @@ struct WorkloadGenerator {
         }
     }
 
+    /// Reservations: hand some out, add or remove forward edges, give one up (mostly open ones).
+    mutating func reservationEvent(_ model: ReferenceModel, _ unfinished: [ReferenceModel.Op]) -> WorkloadEvent {
+        let open = model.reservations.keys.sorted()
+        let number = open.isEmpty || rng.chance(0.05) ? model.handedOut + 1 : rng.pick(open)
+        switch rng.int(0...9) {
+        case 0...2 where !model.ops.isEmpty && !open.isEmpty:
+            return .addForwardDependency(randomOp(model, unfinished), on: number)
+        case 3 where !model.ops.isEmpty && !open.isEmpty:
+            let edges = open.flatMap { n in model.reservations[n]!.map { (number: n, dependant: $0) } }
+            if !edges.isEmpty, rng.chance(0.8) {
+                let edge = rng.pick(edges)
+                return .removeForwardDependency(edge.dependant, on: edge.number)
+            }
+            return .removeForwardDependency(randomOp(model, unfinished), on: number)
+        case 4 where !open.isEmpty:
+            return .cancelReservation(number)
+        default:
+            return .reserve(rng.chance(0.05) ? 0 : rng.int(1...3))
+        }
+    }
+
     /// Mostly a recent unfinished operation; sometimes any operation.
     mutating func randomOp(_ model: ReferenceModel, _ unfinished: [ReferenceModel.Op]) -> Int {
         if !unfinished.isEmpty, rng.chance(0.8) { return rng.pick(Array(unfinished.suffix(12))).id }
@@ -179,6 +211,13 @@ struct WorkloadGenerator {
             spec.timeout = rng.chance(0.2) ? rng.pick([1, 2, 3.5]) : nil
             spec.labels = rng.chance(0.15) ? ["gpu": "1"] : [:]
             spec.isBarrier = rng.chance(0.04)
+            if !model.reservations.isEmpty {
+                let open = model.reservations.keys.sorted()
+                if rng.chance(0.2) { spec.reservation = .reservation(UInt64(rng.pick(open))) }
+                if rng.chance(0.15) { spec.dependencies.append(.id(.reservation(UInt64(rng.pick(open))))) }
+                if rng.chance(0.01) { spec.reservation = .reservation(UInt64(model.handedOut + 1)) }  // never handed out
+            }
+            spec.isCancelled = rng.chance(0.02)
             specs.append(spec)
         }
         var settings: [(queue: String, settings: QueueSettings)] = []

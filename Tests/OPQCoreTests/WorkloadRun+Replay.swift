@@ -37,6 +37,12 @@ extension WorkloadRun {
                 return "\(id) after replaying \(records.count) records: \(Self.durable(again)), live \(Self.durable(live))"
             }
         }
+        for number in 0...UInt64(model.handedOut) + 1 {
+            let reservation = OperationID.reservation(number)
+            if replayed.reservedDependants(of: reservation) != core.reservedDependants(of: reservation) {
+                return "\(reservation): replayed \(replayed.reservedDependants(of: reservation) as Any), live \(core.reservedDependants(of: reservation) as Any)"
+            }
+        }
         guard replayed.queueNames == core.queueNames else { return "replayed queues \(replayed.queueNames), live \(core.queueNames)" }
         for name in core.queueNames {
             let live = core.queue(name)!, again = replayed.queue(name)!

@@ -68,7 +68,8 @@ struct WorkloadRun {
         var refused = false  // the core refused the request: it must change nothing and emit nothing
         switch event {
         case .submit(let submission):
-            let ids = (try? core.submit(submission, at: now))?.operations.map { Int($0.rawValue) }
+            var ids: [Int]?
+            do { ids = try core.submit(submission, at: now).operations.map { Int($0.rawValue) } } catch { if traceAll { print("  refused: \(error)") } }
             refused = ids == nil
             answer = differ("submit", ids, model.submit(submission))
         case .cancel(let id):
@@ -103,6 +104,22 @@ struct WorkloadRun {
             let result = WorkloadRun.edit { () throws(RequestError) in try core.removeDependency(op(id), on: op(target), at: now) }
             refused = result == .unknown
             answer = differ("removeDependency", result, model.removeDependency(id, on: target))
+        case .reserve(let count):
+            let numbers = (try? core.reserve(count, at: now))?.map { Int($0.rawValue - OperationID.reservationBase) }
+            refused = numbers == nil
+            answer = differ("reserve", numbers, model.reserve(count))
+        case .cancelReservation(let number):
+            let known = (try? core.cancel(.reservation(UInt64(number)), at: now)) != nil
+            refused = !known
+            answer = differ("cancel reservation", known, model.cancelReservation(number))
+        case let .addForwardDependency(id, number):
+            let result = WorkloadRun.edit { () throws(RequestError) in try core.addDependency(op(id), on: .reservation(UInt64(number)), at: now) }
+            refused = result == .unknown
+            answer = differ("addDependency on a reservation", result, model.addForwardDependency(id, on: number))
+        case let .removeForwardDependency(id, number):
+            let result = WorkloadRun.edit { () throws(RequestError) in try core.removeDependency(op(id), on: .reservation(UInt64(number)), at: now) }
+            refused = result == .unknown
+            answer = differ("removeDependency on a reservation", result, model.removeForwardDependency(id, on: number))
         case let .join(worker, slots, queues, labels, holding):
             core.workerJoined(worker, slots: slots, queues: queues, labels: labels, holding: holding, at: now)
             model.workerJoined(worker, slots: slots, queues: queues, labels: labels, holding: holding)

@@ -61,6 +61,7 @@ enum WireUse {
             if case .job(let id) = wait.target { _ = JobID(id) }
         case .readOutput(let read):
             _ = (OperationID(read.operation), read.offset, read.maxBytes)
+        case .reserve(let reserve): _ = Int(reserve.count)
         case .getJob, .getOperation, .watch, .unwatch, .listQueues, .listJobs, .listWorkers, .heartbeat, .prune, nil:
             break
         }
@@ -105,6 +106,7 @@ enum WireUse {
                 if case .job(let job) = result.result { _ = job.counts.core }
                 if case .queue(let queue) = result.result { _ = queue.operationCount }
             case .output(let slice): _ = (slice.spooledBytes, slice.totalBytes, slice.bytes(in: raw))
+            case .reserved(let reserved): _ = reserved.ids.map(OperationID.init)
             case .done, .cancelled, .dependency, .watching, .pruned, nil:
                 break
             }

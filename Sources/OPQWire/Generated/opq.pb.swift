@@ -825,7 +825,7 @@ public nonisolated struct Opq_V1_DependencyRef: Sendable {
     set {target = .name(newValue)}
   }
 
-  /// An operation accepted earlier (other jobs), by its id.
+  /// An operation accepted earlier (other jobs), by its id; or a reservation (Reserve).
   public var id: UInt64 {
     get {
       if case .id(let v)? = target {return v}
@@ -839,7 +839,7 @@ public nonisolated struct Opq_V1_DependencyRef: Sendable {
   public nonisolated enum OneOf_Target: Equatable, Sendable {
     /// An operation of the same Submit, by its name.
     case name(String)
-    /// An operation accepted earlier (other jobs), by its id.
+    /// An operation accepted earlier (other jobs), by its id; or a reservation (Reserve).
     case id(UInt64)
 
   }
@@ -1703,6 +1703,15 @@ public nonisolated struct Opq_V1_ClientRequest: Sendable {
     set {body = .readOutput(newValue)}
   }
 
+  /// Ids for operations not submitted yet (reply: Reserved).
+  public var reserve: Opq_V1_Reserve {
+    get {
+      if case .reserve(let v)? = body {return v}
+      return Opq_V1_Reserve()
+    }
+    set {body = .reserve(newValue)}
+  }
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   /// Required.
@@ -1729,8 +1738,26 @@ public nonisolated struct Opq_V1_ClientRequest: Sendable {
     case prune(Opq_V1_Prune)
     /// A slice of an operation's spooled output (reply: OutputSlice).
     case readOutput(Opq_V1_ReadOutput)
+    /// Ids for operations not submitted yet (reply: Reserved).
+    case reserve(Opq_V1_Reserve)
 
   }
+
+  public init() {}
+}
+
+/// Hands out `count` reservations (1 to 65536): ids above 2^62 for operations the client will submit
+/// later (OperationSpec.reservation). An accepted operation may depend on a reservation (AddDependency,
+/// DependencyRef.id) and waits until the operation submitted under it finishes. Cancel of a
+/// reservation gives it up: its dependants go on as if it finished `cancelled`.
+public nonisolated struct Opq_V1_Reserve: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var count: UInt32 = 0
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
 }
@@ -1897,6 +1924,20 @@ public nonisolated struct Opq_V1_OperationSpec: @unchecked Sendable {
   public var memoryBytes: UInt64 {
     get {_storage._memoryBytes}
     set {_uniqueStorage()._memoryBytes = newValue}
+  }
+
+  /// The reservation (an id from a Reserve, > 2^62) this operation takes up: the operations that depend
+  /// on the reservation depend on this one, atomically with the Submit (a cycle refuses the whole Submit).
+  /// 0 = none.
+  public var reservation: UInt64 {
+    get {_storage._reservation}
+    set {_uniqueStorage()._reservation = newValue}
+  }
+
+  /// Cancelled before it was submitted: accepted, and finished `cancelled` at once without running.
+  public var cancelled: Bool {
+    get {_storage._cancelled}
+    set {_uniqueStorage()._cancelled = newValue}
   }
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
@@ -2555,6 +2596,15 @@ public nonisolated struct Opq_V1_Reply: Sendable {
     set {result = .output(newValue)}
   }
 
+  /// Reserve.
+  public var reserved: Opq_V1_Reserved {
+    get {
+      if case .reserved(let v)? = result {return v}
+      return Opq_V1_Reserved()
+    }
+    set {result = .reserved(newValue)}
+  }
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   /// Required.
@@ -2589,8 +2639,24 @@ public nonisolated struct Opq_V1_Reply: Sendable {
     case pruned(Opq_V1_Pruned)
     /// ReadOutput.
     case output(Opq_V1_OutputSlice)
+    /// Reserve.
+    case reserved(Opq_V1_Reserved)
 
   }
+
+  public init() {}
+}
+
+/// A Reserve was applied (and journaled).
+public nonisolated struct Opq_V1_Reserved: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  /// The reservations, in order.
+  public var ids: [UInt64] = []
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
 }
@@ -4974,7 +5040,7 @@ nonisolated extension Opq_V1_Disconnect: SwiftProtobuf.Message, SwiftProtobuf._M
 
 nonisolated extension Opq_V1_ClientRequest: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".ClientRequest"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}request_id\0\u{1}submit\0\u{1}cancel\0\u{3}set_queue\0\u{3}set_priority\0\u{3}add_dependency\0\u{3}remove_dependency\0\u{3}list_queues\0\u{3}list_jobs\0\u{3}get_job\0\u{3}list_operations\0\u{3}get_operation\0\u{3}list_workers\0\u{1}watch\0\u{1}unwatch\0\u{1}wait\0\u{1}heartbeat\0\u{1}prune\0\u{4}R\u{1}read_output\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}request_id\0\u{1}submit\0\u{1}cancel\0\u{3}set_queue\0\u{3}set_priority\0\u{3}add_dependency\0\u{3}remove_dependency\0\u{3}list_queues\0\u{3}list_jobs\0\u{3}get_job\0\u{3}list_operations\0\u{3}get_operation\0\u{3}list_workers\0\u{1}watch\0\u{1}unwatch\0\u{1}wait\0\u{1}heartbeat\0\u{1}prune\0\u{4}R\u{1}read_output\0\u{2}L\u{5}reserve\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -5217,6 +5283,19 @@ nonisolated extension Opq_V1_ClientRequest: SwiftProtobuf.Message, SwiftProtobuf
           self.body = .readOutput(v)
         }
       }()
+      case 432: try {
+        var v: Opq_V1_Reserve?
+        var hadOneofValue = false
+        if let current = self.body {
+          hadOneofValue = true
+          if case .reserve(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.body = .reserve(v)
+        }
+      }()
       default: break
       }
     }
@@ -5303,6 +5382,10 @@ nonisolated extension Opq_V1_ClientRequest: SwiftProtobuf.Message, SwiftProtobuf
       guard case .readOutput(let v)? = self.body else { preconditionFailure() }
       try visitor.visitSingularMessageField(value: v, fieldNumber: 100)
     }()
+    case .reserve?: try {
+      guard case .reserve(let v)? = self.body else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 432)
+    }()
     case nil: break
     }
     try unknownFields.traverse(visitor: &visitor)
@@ -5311,6 +5394,36 @@ nonisolated extension Opq_V1_ClientRequest: SwiftProtobuf.Message, SwiftProtobuf
   public static func ==(lhs: Opq_V1_ClientRequest, rhs: Opq_V1_ClientRequest) -> Bool {
     if lhs.requestID != rhs.requestID {return false}
     if lhs.body != rhs.body {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Opq_V1_Reserve: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".Reserve"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}count\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularUInt32Field(value: &self.count) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if self.count != 0 {
+      try visitor.visitSingularUInt32Field(value: self.count, fieldNumber: 1)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Opq_V1_Reserve, rhs: Opq_V1_Reserve) -> Bool {
+    if lhs.count != rhs.count {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -5437,7 +5550,7 @@ nonisolated extension Opq_V1_Submit: SwiftProtobuf.Message, SwiftProtobuf._Messa
 
 nonisolated extension Opq_V1_OperationSpec: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".OperationSpec"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}name\0\u{1}queue\0\u{1}work\0\u{1}dependencies\0\u{1}priority\0\u{1}qos\0\u{1}requires\0\u{1}retries\0\u{3}timeout_seconds\0\u{1}labels\0\u{1}barrier\0\u{2}i\u{2}dependants\0\u{2}t\u{2}cpus\0\u{3}memory_bytes\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}name\0\u{1}queue\0\u{1}work\0\u{1}dependencies\0\u{1}priority\0\u{1}qos\0\u{1}requires\0\u{1}retries\0\u{3}timeout_seconds\0\u{1}labels\0\u{1}barrier\0\u{2}i\u{2}dependants\0\u{2}t\u{2}cpus\0\u{3}memory_bytes\0\u{2}E\u{1}reservation\0\u{1}cancelled\0")
 
   fileprivate class _StorageClass {
     var _name: String = String()
@@ -5454,6 +5567,8 @@ nonisolated extension Opq_V1_OperationSpec: SwiftProtobuf.Message, SwiftProtobuf
     var _dependants: [UInt64] = []
     var _cpus: UInt32 = 0
     var _memoryBytes: UInt64 = 0
+    var _reservation: UInt64 = 0
+    var _cancelled: Bool = false
 
       // This property is used as the initial default value for new instances of the type.
       // The type itself is protecting the reference to its storage via CoW semantics.
@@ -5478,6 +5593,8 @@ nonisolated extension Opq_V1_OperationSpec: SwiftProtobuf.Message, SwiftProtobuf
       _dependants = source._dependants
       _cpus = source._cpus
       _memoryBytes = source._memoryBytes
+      _reservation = source._reservation
+      _cancelled = source._cancelled
     }
   }
 
@@ -5510,6 +5627,8 @@ nonisolated extension Opq_V1_OperationSpec: SwiftProtobuf.Message, SwiftProtobuf
         case 180: try { try decoder.decodeRepeatedUInt64Field(value: &_storage._dependants) }()
         case 360: try { try decoder.decodeSingularUInt32Field(value: &_storage._cpus) }()
         case 361: try { try decoder.decodeSingularUInt64Field(value: &_storage._memoryBytes) }()
+        case 430: try { try decoder.decodeSingularUInt64Field(value: &_storage._reservation) }()
+        case 431: try { try decoder.decodeSingularBoolField(value: &_storage._cancelled) }()
         default: break
         }
       }
@@ -5564,6 +5683,12 @@ nonisolated extension Opq_V1_OperationSpec: SwiftProtobuf.Message, SwiftProtobuf
       if _storage._memoryBytes != 0 {
         try visitor.visitSingularUInt64Field(value: _storage._memoryBytes, fieldNumber: 361)
       }
+      if _storage._reservation != 0 {
+        try visitor.visitSingularUInt64Field(value: _storage._reservation, fieldNumber: 430)
+      }
+      if _storage._cancelled != false {
+        try visitor.visitSingularBoolField(value: _storage._cancelled, fieldNumber: 431)
+      }
     }
     try unknownFields.traverse(visitor: &visitor)
   }
@@ -5587,6 +5712,8 @@ nonisolated extension Opq_V1_OperationSpec: SwiftProtobuf.Message, SwiftProtobuf
         if _storage._dependants != rhs_storage._dependants {return false}
         if _storage._cpus != rhs_storage._cpus {return false}
         if _storage._memoryBytes != rhs_storage._memoryBytes {return false}
+        if _storage._reservation != rhs_storage._reservation {return false}
+        if _storage._cancelled != rhs_storage._cancelled {return false}
         return true
       }
       if !storagesAreEqual {return false}
@@ -6367,7 +6494,7 @@ nonisolated extension Opq_V1_OutputPush: SwiftProtobuf.Message, SwiftProtobuf._M
 
 nonisolated extension Opq_V1_Reply: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".Reply"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}request_id\0\u{1}error\0\u{1}done\0\u{1}submitted\0\u{1}cancelled\0\u{1}dependency\0\u{1}queues\0\u{1}jobs\0\u{1}job\0\u{1}operations\0\u{1}operation\0\u{1}workers\0\u{1}watching\0\u{1}waited\0\u{1}pruned\0\u{2}U\u{1}output\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}request_id\0\u{1}error\0\u{1}done\0\u{1}submitted\0\u{1}cancelled\0\u{1}dependency\0\u{1}queues\0\u{1}jobs\0\u{1}job\0\u{1}operations\0\u{1}operation\0\u{1}workers\0\u{1}watching\0\u{1}waited\0\u{1}pruned\0\u{2}U\u{1}output\0\u{2}M\u{5}reserved\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -6571,6 +6698,19 @@ nonisolated extension Opq_V1_Reply: SwiftProtobuf.Message, SwiftProtobuf._Messag
           self.result = .output(v)
         }
       }()
+      case 433: try {
+        var v: Opq_V1_Reserved?
+        var hadOneofValue = false
+        if let current = self.result {
+          hadOneofValue = true
+          if case .reserved(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.result = .reserved(v)
+        }
+      }()
       default: break
       }
     }
@@ -6645,6 +6785,10 @@ nonisolated extension Opq_V1_Reply: SwiftProtobuf.Message, SwiftProtobuf._Messag
       guard case .output(let v)? = self.result else { preconditionFailure() }
       try visitor.visitSingularMessageField(value: v, fieldNumber: 100)
     }()
+    case .reserved?: try {
+      guard case .reserved(let v)? = self.result else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 433)
+    }()
     case nil: break
     }
     try unknownFields.traverse(visitor: &visitor)
@@ -6653,6 +6797,36 @@ nonisolated extension Opq_V1_Reply: SwiftProtobuf.Message, SwiftProtobuf._Messag
   public static func ==(lhs: Opq_V1_Reply, rhs: Opq_V1_Reply) -> Bool {
     if lhs.requestID != rhs.requestID {return false}
     if lhs.result != rhs.result {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Opq_V1_Reserved: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".Reserved"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}ids\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeRepeatedUInt64Field(value: &self.ids) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.ids.isEmpty {
+      try visitor.visitPackedUInt64Field(value: self.ids, fieldNumber: 1)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Opq_V1_Reserved, rhs: Opq_V1_Reserved) -> Bool {
+    if lhs.ids != rhs.ids {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
