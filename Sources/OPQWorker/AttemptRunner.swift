@@ -175,7 +175,8 @@ public final class AttemptRunner: @unchecked Sendable {
             return operation
         case .handler(let name, let payload):
             let context = HandlerContext(key: request.key, operationName: request.name, queueName: request.queue,
-                                         handler: name, payload: payload, qualityOfService: request.qualityOfService)
+                                         handler: name, payload: payload, qualityOfService: request.qualityOfService,
+                                         dependencies: request.dependencies)
             guard let factory = handlers.factory(for: name) else {
                 let known = handlers.names.joined(separator: ", ")
                 return FailedOperation(key: request.key, .error(

@@ -32,6 +32,25 @@ struct JournalOutputTests {
         #expect(found[OperationID(7)]?.startedAt == 1_794_999_997.75)
     }
 
+    @Test func aHandlersResultSurvivesAReopenApartFromTheOutput() throws {
+        let scratch = try ScratchState()
+        defer { scratch.remove() }
+        let result: [UInt8] = [0, 0xFF, 0x7B] + Array("{\"n\":1}".utf8)  // not UTF-8: raw bytes, kept as they are
+        let kept = OperationOutput(exitCode: nil, signal: nil, duration: 0.5, stdout: [], stdoutTotal: 0, stderr: [], stderrTotal: 0,
+                                   errorMessage: "", worker: "w1", endedAt: 1_795_000_000, result: result)
+        #expect(kept.isWorthJournaling && !kept.isBare, "a result alone is worth journaling")
+        do {
+            let journal = try Journal(path: scratch.journalPath)
+            journal.append(output: kept, of: OperationID(9))
+            journal.append(output: output("plain\n"), of: OperationID(10))
+            try journal.commit()
+        }
+        let found = try outputs(scratch.journalPath)
+        #expect(found[OperationID(9)]?.result == result && found[OperationID(9)]?.stdout == [])
+        #expect(found[OperationID(10)]?.result == [], "a report without a result reads with none")
+        #expect(kept.withoutResult.result.isEmpty && kept.withoutResult.worker == "w1")
+    }
+
     @Test func aJournalWithTheOlderOutputsTableOpensAndGainsTheColumns() throws {
         let scratch = try ScratchState()
         defer { scratch.remove() }

@@ -1,0 +1,41 @@
+import OPQCore
+import OPQJournal
+import OPQWire
+
+extension CoordinatorState {
+    /// Keeps the finish report `output` of `id`: its result in ``results``, the rest in ``outputs``.
+    mutating func keep(_ output: OperationOutput, for id: OperationID) {
+        outputs.record(output.withoutResult, for: id)
+        results.record(output.result, for: id)
+    }
+
+    /// How the explicit dependencies of `id` finished, with their results, for the dispatch of handler
+    /// `work` (commands get none: they cannot read them). Results are left out, marked omitted, once
+    /// they would pass `Limits.maxDispatchResultBytes` in all.
+    /// - Complexity: O(d) for d dependencies.
+    func dependencyOutcomes(of id: OperationID, work: Work) -> [Opq_V1_DependencyOutcome] {
+        guard case .handler = work, let operation = core.operation(id), !operation.dependencies.isEmpty else { return [] }
+        var budget = Limits.maxDispatchResultBytes
+        return operation.dependencies.compactMap { dependency in
+            guard let finished = core.operation(dependency), let outcome = finished.outcome else { return nil }
+            return .with {
+                $0.operation = dependency.rawValue
+                $0.name = finished.name
+                $0.outcome = Opq_V1_Outcome(outcome)
+                guard let result = results[dependency] else { return }
+                if result.count <= budget {
+                    $0.result = .init(result)
+                    budget -= result.count
+                } else {
+                    $0.resultOmitted = true
+                }
+            }
+        }
+    }
+
+    /// Fills `info.result` for `id`: its size always, the bytes as a raw frame when `include`.
+    func attachResult(of id: OperationID, to info: inout Opq_V1_OperationInfo, raw: inout [[UInt8]], include: Bool) {
+        guard let result = results[id] else { return }
+        info.result = include ? Opq_V1_OutputTail.attach(result, to: &raw) : .with { $0.totalBytes = UInt64(result.count) }
+    }
+}
