@@ -9,14 +9,18 @@ extension CoordinatorState {
         results.record(output.result, for: id)
     }
 
-    /// How the explicit dependencies of `id` finished, with their results, for the dispatch of handler
-    /// `work` (commands get none: they cannot read them). Results are left out, marked omitted, once
-    /// they would pass `Limits.maxDispatchResultBytes` in all.
+    /// How the explicit dependencies of `id` finished, with their results, for its dispatch: all of them
+    /// for handler `work`; for commands only those with a result (the worker puts them in the commands'
+    /// environment), and nothing at all while no operation has a result (command-only workloads pay
+    /// nothing). Results are left out, marked omitted, once they would pass
+    /// `Limits.maxDispatchResultBytes` in all.
     /// - Complexity: O(d) for d dependencies.
     func dependencyOutcomes(of id: OperationID, work: Work) -> [Opq_V1_DependencyOutcome] {
-        guard case .handler = work, let operation = core.operation(id), !operation.dependencies.isEmpty else { return [] }
+        let isHandler = if case .handler = work { true } else { false }
+        guard isHandler || !results.isEmpty, let operation = core.operation(id), !operation.dependencies.isEmpty else { return [] }
         var budget = Limits.maxDispatchResultBytes
         return operation.dependencies.compactMap { dependency in
+            guard isHandler || results[dependency] != nil else { return nil }
             guard let finished = core.operation(dependency), let outcome = finished.outcome else { return nil }
             return .with {
                 $0.operation = dependency.rawValue

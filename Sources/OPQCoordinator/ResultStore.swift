@@ -8,6 +8,9 @@ struct ResultStore {
     /// Bytes held in all.
     private(set) var bytes = 0
 
+    /// No operation has a result.
+    var isEmpty: Bool { results.isEmpty }
+
     /// The result of `id`, or nil when it has none.
     subscript(id: OperationID) -> [UInt8]? { results[id] }
 

@@ -99,7 +99,7 @@ extension AgentConnection {
             qualityOfService: QualityOfService(dispatch.qos),
             timeout: dispatch.hasTimeoutSeconds ? dispatch.timeoutSeconds : nil,
             killGracePeriod: dispatch.killGraceSeconds > 0 ? dispatch.killGraceSeconds : configuration.killGracePeriod)
-        request.dependencies = dispatch.dependencies.compactMap(DependencyOutcome.init)
+        request.receive(dispatch.dependencies)
         switch runner.run(request) {
         case .accepted:
             logger.debug("attempt dispatched", metadata: attemptMetadata(key, ["queue": "\(dispatch.queue)", "job.id": "\(dispatch.job)"]))

@@ -42,6 +42,39 @@ extension DependencyOutcome {
     }
 }
 
+extension RunRequest {
+    /// Takes the dependency outcomes a dispatch carries: a handler sees them in its context; a command
+    /// gets each named dependency's result, when it is UTF-8 text without NUL, in its environment as
+    /// ``resultVariable(for:)`` (README "Handler results").
+    mutating func receive(_ wire: [Opq_V1_DependencyOutcome]) {
+        guard !wire.isEmpty else { return }
+        dependencies = wire.compactMap(DependencyOutcome.init)
+        var variables: [String: String] = [:]
+        for dependency in dependencies where !dependency.name.isEmpty {
+            guard let text = dependency.resultText, !text.contains("\0") else { continue }
+            variables[Self.resultVariable(for: dependency.name)] = text
+        }
+        guard !variables.isEmpty else { return }
+        func passing(_ command: Command) -> Command {
+            var command = command
+            command.environment.merge(variables) { own, _ in own }
+            return command
+        }
+        switch work {
+        case .command(let command): work = .command(passing(command))
+        case .commands(let commands): work = .commands(commands.map(passing))
+        case .handler, .empty: break
+        }
+    }
+
+    /// The environment variable that holds dependency `name`'s result in a dependant's commands:
+    /// `OPQ_RESULT_` and the name with every character other than an ASCII letter, digit or `_` as `_`
+    /// (`checksum` → `OPQ_RESULT_checksum`, `make-thumb` → `OPQ_RESULT_make_thumb`).
+    public static func resultVariable(for name: String) -> String {
+        "OPQ_RESULT_" + String(name.unicodeScalars.map { $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0) || $0 == "_") ? Character($0) : "_" })
+    }
+}
+
 extension HandlerContext {
     /// The first dependency named `name`, or nil.
     public func dependency(named name: String) -> DependencyOutcome? { dependencies.first { $0.name == name } }
