@@ -136,7 +136,7 @@ open class HandlerOperation: AttemptOperation, @unchecked Sendable {
 
     private func run() {
         do {
-            try execute()
+            try HandlerContext.$current.withValue(context) { try execute() }
             if isCancelled { return finish(.cancelled) }
             finish(context.succeeded(with: result))
         } catch {

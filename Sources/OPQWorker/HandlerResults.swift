@@ -76,6 +76,12 @@ extension RunRequest {
 }
 
 extension HandlerContext {
+    /// The context of the handler running on this thread (Foundation's `OperationQueue.current`, and
+    /// more): set while a ``HandlerOperation``'s `execute()` runs, and in each block of a
+    /// ``BlockHandlerOperation``; nil elsewhere (e.g. in a plain Foundation `Operation` a factory
+    /// returns: it gets its context from the factory). Its ``queueName`` is the queue it runs for.
+    @TaskLocal public static var current: HandlerContext?
+
     /// The first dependency named `name`, or nil.
     public func dependency(named name: String) -> DependencyOutcome? { dependencies.first { $0.name == name } }
 
@@ -180,8 +186,9 @@ public final class BlockHandlerOperation: HandlerOperation, @unchecked Sendable 
         let group = DispatchGroup()
         for (position, block) in blocks.enumerated().dropFirst() {
             group.enter()
+            let context = context
             let thread = Thread { [self] in
-                failures.run(position) { try block(self) }
+                HandlerContext.$current.withValue(context) { failures.run(position) { try block(self) } }
                 group.leave()
             }
             thread.name = "opq-handler-\(context.handler)-block\(position + 1)"

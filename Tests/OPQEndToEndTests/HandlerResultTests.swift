@@ -34,7 +34,8 @@ import Testing
         let worker = try Self.worker(cluster) { worker in
             worker.register("greet", returning: { context in Array("hello \(context.payloadText ?? "")".utf8) })
             worker.register("tally", encoding: { context in
-                Tally(words: (context.payloadText ?? "").split(separator: " ").count, queue: context.queueName, name: context.operationName)
+                Tally(words: (context.payloadText ?? "").split(separator: " ").count, queue: HandlerContext.current?.queueName ?? "none",
+                      name: context.operationName)
             })
         }
         defer { Self.stop(worker) }
@@ -51,7 +52,7 @@ import Testing
         #expect(try greet.result == Data("hello world".utf8))
         #expect(try greet.output().standardOutput.isEmpty, "the result is not stdout")
         #expect(try tally.result(as: Tally.self) == Tally(words: 3, queue: "words", name: "count-words"),
-                "the handler learned the queue it runs for and its operation's name")
+                "the handler learned the queue it runs for (HandlerContext.current) and its operation's name")
 
         // kill -9 and a restart on the same state directory: the journal gives the result back.
         let ids = try [#require(greet.id), #require(tally.id)]
@@ -140,10 +141,11 @@ import Testing
         defer { Self.stop(worker) }
         let coordinator = try RemoteCoordinator(endpoint: cluster.clientsEndpoint, timeout: 20)
         defer { coordinator.close() }
-        let queue = RemoteOperationQueue(name: "default", coordinator: coordinator)
+        let queue = RemoteOperationQueue(name: "blocks", coordinator: coordinator)
         let pair = RemoteOperation(handler: "pair")
         let broken = RemoteOperation(handler: "half-broken")
         try queue.addOperations([pair, broken], waitUntilFinished: false)
+        #expect(HandlerContext.current == nil, "no handler runs on the test's thread")
         #expect(pair.waitUntilFinished(timeout: 60) && broken.waitUntilFinished(timeout: 60), "\(cluster.logs)")
         #expect(pair.outcome == .succeeded, "\(String(decoding: (try? pair.output().standardError) ?? [], as: UTF8.self))")
         #expect(try pair.result(as: String.self).count == "left+right".count)
@@ -157,6 +159,9 @@ import Testing
 
     private static func meet(_ operation: BlockHandlerOperation, mine: String, other: String) throws {
         guard meeting.arrive(mine, waitFor: other, within: 30) else { throw HandlerError("\(other) never ran while \(mine) waited") }
+        guard let current = HandlerContext.current, current.key == operation.context.key, current.queueName == "blocks" else {
+            throw HandlerError("block \(mine) sees HandlerContext.current \(String(describing: HandlerContext.current))")
+        }
         if mine == "left" { operation.result = Array("left+right".utf8) }
     }
 }
