@@ -43,3 +43,32 @@ extension CoordinatorState {
         info.result = include ? Opq_V1_OutputTail.attach(result, to: &raw) : .with { $0.totalBytes = UInt64(result.count) }
     }
 }
+
+extension Array where Element == Opq_V1_Order {
+    /// Most dependency result bytes one `Orders` message carries (32 MiB: with the rest of a full batch it
+    /// stays well under `WireLimits.maxFrameBytes`, which a worker's socket enforces).
+    static let maxResultBytesPerBatch = 32 << 20
+
+    /// The orders in batches for `Orders` messages: at most `WireLimits.maxBatchItems` each, and a new
+    /// batch before the dispatches' dependency results would pass ``maxResultBytesPerBatch``.
+    /// - Complexity: O(n) for n orders.
+    func orderBatches() -> [ArraySlice<Opq_V1_Order>] {
+        var batches: [ArraySlice<Opq_V1_Order>] = []
+        var start = startIndex
+        var resultBytes = 0
+        for index in indices {
+            var bytes = 0
+            if case .dispatch(let dispatch)? = self[index].kind, !dispatch.dependencies.isEmpty {
+                bytes = dispatch.dependencies.reduce(0) { $0 + $1.result.count }
+            }
+            if index > start, index - start == WireLimits.maxBatchItems || resultBytes + bytes > Self.maxResultBytesPerBatch {
+                batches.append(self[start..<index])
+                start = index
+                resultBytes = 0
+            }
+            resultBytes += bytes
+        }
+        if start < endIndex { batches.append(self[start..<endIndex]) }
+        return batches
+    }
+}

@@ -1,3 +1,4 @@
+import Foundation
 import OPQCore
 @testable import OPQCoordinator
 import OPQWire
@@ -71,5 +72,26 @@ import Testing
         #expect(store[OperationID(1)] == [1, 2, 3] && store.bytes == 3)
         store.remove(OperationID(1))
         #expect(store.isEmpty && store.bytes == 0)
+    }
+}
+
+/// Orders to one worker are split so that no `Orders` message passes the frame limit with results.
+@Suite struct OrderBatchTests {
+    private func dispatch(_ id: UInt64, resultBytes: Int) -> Opq_V1_Order {
+        .dispatch(.with {
+            $0.operation = id
+            $0.attempt = 1
+            if resultBytes > 0 {
+                $0.dependencies = [.with { $0.operation = 1; $0.outcome = .succeeded; $0.result = .init(repeating: 1, count: resultBytes) }]
+            }
+        })
+    }
+
+    @Test func ordersAreBatchedByCountAndByResultBytes() {
+        let plain = (1...250_001).map { dispatch(UInt64($0), resultBytes: 0) }
+        #expect(plain.orderBatches().map(\.count) == [100_000, 100_000, 50_001])
+        let heavy = (1...9).map { dispatch(UInt64($0), resultBytes: 8 << 20) }
+        #expect(heavy.orderBatches().map(\.count) == [4, 4, 1], "32 MiB of results per message at most")
+        #expect([Opq_V1_Order]().orderBatches().isEmpty)
     }
 }
