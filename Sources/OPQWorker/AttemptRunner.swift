@@ -185,7 +185,7 @@ public final class AttemptRunner: @unchecked Sendable {
             do {
                 let operation = try factory(context)
                 guard let attempt = operation as? AttemptOperation else {
-                    let adapter = ForeignOperationAdapter(key: request.key, wrapping: operation)
+                    let adapter = ForeignOperationAdapter(key: request.key, wrapping: operation, context: context)
                     context.progressChannel.connect(adapter)
                     return adapter
                 }

@@ -67,6 +67,22 @@ import Testing
         #expect(try client.operation(ids[0]).resultBytes == 11)
     }
 
+    @Test func aPlainFoundationOperationProvidesItsResult() throws {
+        let cluster = try TestCluster()
+        defer { cluster.stop() }
+        try cluster.startCoordinator()
+        let worker = try Self.worker(cluster) { worker in
+            worker.register("double") { context in Doubler(Int(context.payloadText ?? "") ?? 0) }
+        }
+        defer { Self.stop(worker) }
+        let coordinator = try RemoteCoordinator(endpoint: cluster.clientsEndpoint, timeout: 20)
+        defer { coordinator.close() }
+        let doubled = RemoteOperation(handler: "double", text: "21")
+        try RemoteOperationQueue(name: "default", coordinator: coordinator).addOperation(doubled)
+        #expect(doubled.waitUntilFinished(timeout: 60), "\(cluster.logs)")
+        #expect(try doubled.result(as: String.self) == "42")
+    }
+
     @Test func aResultOverTheLimitFailsItsOperationWithAMessageNamingIt() throws {
         let cluster = try TestCluster()
         defer { cluster.stop() }
@@ -164,6 +180,19 @@ import Testing
         }
         if mine == "left" { operation.result = Array("left+right".utf8) }
     }
+}
+
+/// NSInvocationOperation's shape: a plain `Operation` whose `main()` computes a value it offers as its result.
+final class Doubler: Operation, HandlerResultProviding, @unchecked Sendable {
+    private let value: Int
+    private let lock = NSLock()
+    private var doubled: Int?
+
+    init(_ value: Int) { self.value = value }
+
+    override func main() { lock.withLock { doubled = value * 2 } }
+
+    var handlerResult: [UInt8] { lock.withLock { doubled.map { Array("\($0)".utf8) } ?? [] } }
 }
 
 /// Blocks that wait for each other, with a deadline.

@@ -51,6 +51,26 @@ struct JournalOutputTests {
         #expect(kept.withoutResult.result.isEmpty && kept.withoutResult.worker == "w1")
     }
 
+    @Test func aForgottenJobsResultsGoWithItsOutputs() throws {
+        let scratch = try ScratchState()
+        defer { scratch.remove() }
+        func withResult(_ text: String) -> OperationOutput {
+            OperationOutput(exitCode: nil, signal: nil, duration: 0, stdout: [], stdoutTotal: 0, stderr: [], stderrTotal: 0,
+                            errorMessage: "", result: Array(text.utf8))
+        }
+        do {
+            let journal = try Journal(path: scratch.journalPath)
+            for id in 1...3 as ClosedRange<UInt64> { journal.append(output: withResult("r\(id)"), of: OperationID(id)) }
+            try journal.commit()
+            journal.forget([Scheduler.PrunedJob(job: JobID(1), first: OperationID(1), outcomes: [.succeeded, .succeeded])])
+            try journal.commit()
+        }
+        let found = try outputs(scratch.journalPath)
+        #expect(found == [OperationID(3): withResult("r3")])
+        let rows = try DatabaseQueue(path: scratch.journalPath).read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM results") }
+        #expect(rows == 1, "the results rows of the forgotten operations are gone")
+    }
+
     @Test func aJournalWithTheOlderOutputsTableOpensAndGainsTheColumns() throws {
         let scratch = try ScratchState()
         defer { scratch.remove() }
