@@ -60,6 +60,9 @@ public struct OperationStatus: Sendable, Hashable {
     public var standardOutputTail: OutputTail?
     /// The captured tail of stderr (with `includeOutput`).
     public var standardErrorTail: OutputTail?
+    /// The size of its handler's result in bytes, 0 = none (``CoordinatorClient/operation(_:includeOutput:includeStory:)``
+    /// only; the bytes: ``CoordinatorClient/result(of:)``).
+    public var resultBytes = 0
 
     /// Its story, oldest step first (with `includeStory`; nil when not asked for).
     public var story: Story?
@@ -202,6 +205,7 @@ public struct OperationStatus: Sendable, Hashable {
         endedAt = info.hasEndedAt ? info.endedAt : nil
         if info.hasStdout { standardOutputTail = OutputTail(bytes: info.stdout.bytes(in: raw), totalBytes: info.stdout.totalBytes) }
         if info.hasStderr { standardErrorTail = OutputTail(bytes: info.stderr.bytes(in: raw), totalBytes: info.stderr.totalBytes) }
+        resultBytes = Int(clamping: info.result.totalBytes)
         if !info.story.isEmpty || info.storyComplete {
             story = Story(
                 steps: info.story.map {

@@ -34,9 +34,8 @@ extension Coordinator {
                     state.orders[id, default: []] += items
                     continue
                 }
-                for start in stride(from: 0, to: items.count, by: WireLimits.maxBatchItems) {
-                    let batch = Array(items[start..<min(items.count, start + WireLimits.maxBatchItems)])
-                    if !send(.orders(batch), to: id) {
+                for batch in items.orderBatches() {
+                    if !send(.orders(Array(batch)), to: id) {
                         state.workerUnreachable(id, now: now)
                         break
                     }

@@ -177,6 +177,7 @@ extension Coordinator {
             state.jobFinishedAt[record.job] = nil
             for k in record.outcomes.indices {
                 state.outputs.remove(OperationID(record.first.rawValue + UInt64(k)))
+                state.results.remove(OperationID(record.first.rawValue + UInt64(k)))
                 spool.remove(OperationID(record.first.rawValue + UInt64(k)))
                 state.events.forgetStory(of: OperationID(record.first.rawValue + UInt64(k)))
             }

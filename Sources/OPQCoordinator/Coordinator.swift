@@ -73,8 +73,13 @@ public final class Coordinator: @unchecked Sendable {
         state.receipts = recovered?.receipts ?? [:]
         state.jobFinishedAt = recovered?.jobFinishedAt ?? [:]
         var outputs = OutputStore(budget: configuration.outputBudget)
-        try durability?.journal.forEachOutput { id, output in outputs.record(output, for: id) }
+        var results = ResultStore()
+        try durability?.journal.forEachOutput { id, output in
+            outputs.record(output.withoutResult, for: id)
+            results.record(output.result, for: id)
+        }
         state.outputs = outputs
+        state.results = results
         spool = try OutputSpool(directory: configuration.stateDirectory.map { $0 + "/output" },
                                 capPerStream: UInt64(configuration.outputSpoolCap), budget: UInt64(configuration.outputSpoolBudget))
 

@@ -95,6 +95,7 @@ extension CoordinatorState {
             let operation = OperationID(get.operation)
             guard core.operation(operation) != nil else { return refuse(.unknownOperation(operation)) }
             var (info, raw) = operationInfo(operation, includeOutput: get.includeOutput)
+            attachResult(of: operation, to: &info, raw: &raw, include: get.includeResult)
             info.blockers = core.blockers(of: operation).map(Opq_V1_Blocker.init)
             if get.includeStory, let story = story(of: operation) {
                 info.story = story.entries.map(Opq_V1_StoryStep.init)

@@ -13,7 +13,8 @@ extension CoordinatorState {
             journal(effect)
             switch effect {
             case let .dispatch(id, attempt, worker, details):
-                let dispatch = Opq_V1_Dispatch(id, attempt: attempt, details: details, killGrace: configuration.killGrace)
+                var dispatch = Opq_V1_Dispatch(id, attempt: attempt, details: details, killGrace: configuration.killGrace)
+                dispatch.dependencies = dependencyOutcomes(of: id, work: details.work)
                 orders[worker, default: []].append(.dispatch(dispatch))
             case let .kill(id, attempt, worker, reason):
                 orders[worker, default: []].append(.kill(Opq_V1_Kill(id, attempt: attempt, reason: reason)))

@@ -197,8 +197,9 @@ extension CoordinatorState {
                 duration: finished.durationSeconds,
                 stdout: finished.hasStdout ? finished.stdout.bytes(in: raw) : [], stdoutTotal: finished.stdout.totalBytes,
                 stderr: finished.hasStderr ? finished.stderr.bytes(in: raw) : [], stderrTotal: finished.stderr.totalBytes,
-                errorMessage: finished.errorMessage, worker: session.id.name, endedAt: now)
-            outputs.record(output, for: id)
+                errorMessage: finished.errorMessage, worker: session.id.name, endedAt: now,
+                result: finished.hasResult ? finished.result.bytes(in: raw) : [])
+            keep(output, for: id)
             actions.append(.spoolFinished(id, attempt: finished.attempt, totals: [finished.stdout.totalBytes, finished.stderr.totalBytes]))
             if isDurable, output.isWorthJournaling { actions.append(.journalOutput(output, of: id)) }
         case .progress(let progress):

@@ -44,6 +44,8 @@ struct CoordinatorState {
     var events: EventLog
     /// The last finish report of each operation (exit status, output tails), in memory.
     var outputs: OutputStore
+    /// Handlers' results, apart from the output (``keep(_:for:)``).
+    var results = ResultStore()
     /// Messages clients could not take yet (``ClientOutbox``: never drops a reply to an applied request;
     /// refuses requests from a client that does not read its replies).
     var clientBacklog: ClientOutbox

@@ -96,6 +96,7 @@ public final class Journal {
                         operation INTEGER PRIMARY KEY, exit_code INTEGER, signal INTEGER, duration REAL NOT NULL,
                         stdout BLOB NOT NULL, stdout_total INTEGER NOT NULL, stderr BLOB NOT NULL,
                         stderr_total INTEGER NOT NULL, message TEXT NOT NULL, worker TEXT NOT NULL DEFAULT '', ended_at REAL);
+                    \(resultsTable)
                     PRAGMA application_id = \(applicationID);
                     PRAGMA user_version = \(schemaVersion);
                     """)
@@ -123,9 +124,15 @@ public final class Journal {
                 try db.execute(sql: "ALTER TABLE outputs ADD COLUMN worker TEXT NOT NULL DEFAULT ''")
             }
             if !columns.contains("ended_at") { try db.execute(sql: "ALTER TABLE outputs ADD COLUMN ended_at REAL") }
+            try db.execute(sql: resultsTable)
             return .commit
         }
     }
+
+    /// Handlers' results (README "Handler results"), one row per operation whose finish report carried
+    /// one, written and deleted with its `outputs` row; a table of its own so output rows stay as they
+    /// were (an older coordinator ignores it).
+    private static let resultsTable = "CREATE TABLE IF NOT EXISTS results (operation INTEGER PRIMARY KEY, result BLOB NOT NULL);"
 
     /// WAL mode, set only once the file is known to be an opq journal (it rewrites the file's header).
     private static func enableWAL(_ db: Database, path: String) throws {
@@ -260,12 +267,20 @@ public final class Journal {
                 ])
                 try insert.execute()
             }
+            let insertResult = try db.cachedStatement(sql: "INSERT OR REPLACE INTO results (operation, result) VALUES (?, ?)")
+            for (id, output) in pendingOutputs where !output.result.isEmpty {
+                insertResult.setUncheckedArguments([Int64(id.rawValue), Data(output.result)])
+                try insertResult.execute()
+            }
         }
         if !pendingOutputDeletes.isEmpty {
             let delete = try db.cachedStatement(sql: "DELETE FROM outputs WHERE operation BETWEEN ? AND ?")
+            let deleteResults = try db.cachedStatement(sql: "DELETE FROM results WHERE operation BETWEEN ? AND ?")
             for range in pendingOutputDeletes {
-                delete.setUncheckedArguments([Int64(clamping: range.first), Int64(clamping: range.last)])
-                try delete.execute()
+                for statement in [delete, deleteResults] {
+                    statement.setUncheckedArguments([Int64(clamping: range.first), Int64(clamping: range.last)])
+                    try statement.execute()
+                }
             }
         }
     }
@@ -305,17 +320,18 @@ public final class Journal {
     public func forEachOutput(_ body: (OperationID, OperationOutput) throws -> Void) throws {
         try read { db in
             let rows = try Row.fetchCursor(db, sql: """
-                SELECT operation, exit_code, signal, duration, stdout, stdout_total, stderr, stderr_total, message, worker, ended_at
-                FROM outputs ORDER BY rowid
+                SELECT o.operation, o.exit_code, o.signal, o.duration, o.stdout, o.stdout_total, o.stderr, o.stderr_total, o.message,
+                       o.worker, o.ended_at, r.result
+                FROM outputs o LEFT JOIN results r ON r.operation = o.operation ORDER BY o.rowid
                 """)
             while let row = try rows.next() {
-                let stdout: Data = row[4], stderr: Data = row[6]
+                let stdout: Data = row[4], stderr: Data = row[6], result: Data? = row[11]
                 let exit: Int64? = row[1], signal: Int64? = row[2]
                 try body(OperationID(UInt64(bitPattern: row[0])), OperationOutput(
                     exitCode: exit.map { Int32(truncatingIfNeeded: $0) }, signal: signal.map { Int32(truncatingIfNeeded: $0) },
                     duration: row[3], stdout: [UInt8](stdout), stdoutTotal: UInt64(max(0, row[5] as Int64)),
                     stderr: [UInt8](stderr), stderrTotal: UInt64(max(0, row[7] as Int64)), errorMessage: row[8],
-                    worker: row[9], endedAt: row[10]))
+                    worker: row[9], endedAt: row[10], result: result.map { [UInt8]($0) } ?? []))
             }
         }
     }
@@ -416,9 +432,12 @@ public final class Journal {
                         try insert.execute()
                     }
                     let delete = try db.cachedStatement(sql: "DELETE FROM outputs WHERE operation BETWEEN ? AND ?")
+                    let deleteResults = try db.cachedStatement(sql: "DELETE FROM results WHERE operation BETWEEN ? AND ?")
                     for range in ranges {
-                        delete.setUncheckedArguments([Int64(clamping: range.first), Int64(clamping: range.last)])
-                        try delete.execute()
+                        for statement in [delete, deleteResults] {
+                            statement.setUncheckedArguments([Int64(clamping: range.first), Int64(clamping: range.last)])
+                            try statement.execute()
+                        }
                     }
                     return .commit
                 }

@@ -10,7 +10,7 @@ public struct OperationOutput: Sendable, Equatable {
     public var signal: Int32?
     /// Seconds the attempt ran.
     public var duration: Double
-    /// The kept tail of standard output (a handler's result).
+    /// The kept tail of standard output.
     public var stdout: [UInt8]
     /// Bytes written to standard output in all.
     public var stdoutTotal: UInt64
@@ -24,6 +24,8 @@ public struct OperationOutput: Sendable, Equatable {
     public var worker: String
     /// When that report arrived, in Unix seconds on the coordinator's clock (nil: unknown).
     public var endedAt: Double?
+    /// A handler's result (empty: none), at most `Limits.maxResultBytes`; kept apart from the output.
+    public var result: [UInt8]
 
     /// When the attempt started: ``endedAt`` less ``duration``.
     public var startedAt: Double? { endedAt.map { $0 - duration } }
@@ -31,7 +33,8 @@ public struct OperationOutput: Sendable, Equatable {
     /// Creates an output record.
 
     public init(exitCode: Int32?, signal: Int32?, duration: Double, stdout: [UInt8], stdoutTotal: UInt64,
-                stderr: [UInt8], stderrTotal: UInt64, errorMessage: String, worker: String = "", endedAt: Double? = nil) {
+                stderr: [UInt8], stderrTotal: UInt64, errorMessage: String, worker: String = "", endedAt: Double? = nil,
+                result: [UInt8] = []) {
         self.exitCode = exitCode
         self.signal = signal
         self.duration = duration
@@ -42,17 +45,25 @@ public struct OperationOutput: Sendable, Equatable {
         self.errorMessage = errorMessage
         self.worker = worker
         self.endedAt = endedAt
+        self.result = result
     }
 
-    /// Nothing worth keeping: no exit status, no output, no message (a handler's plain success).
+    /// The same record without its ``result`` (which the coordinator keeps apart, never evicted with output).
+    public var withoutResult: OperationOutput {
+        var copy = self
+        copy.result = []
+        return copy
+    }
+
+    /// Nothing worth keeping: no exit status, no output, no result, no message (a handler's plain success).
     public var isBare: Bool {
-        exitCode == nil && signal == nil && stdout.isEmpty && stderr.isEmpty && errorMessage.isEmpty
+        exitCode == nil && signal == nil && stdout.isEmpty && stderr.isEmpty && result.isEmpty && errorMessage.isEmpty
     }
 
     /// Worth journaling: some output or message, or an exit other than a clean 0. (A silent success is
     /// the common case at tens of thousands a second; after a restart it shows its outcome without
     /// an exit status and duration.)
     public var isWorthJournaling: Bool {
-        !stdout.isEmpty || !stderr.isEmpty || !errorMessage.isEmpty || signal != nil || (exitCode ?? 0) != 0
+        !stdout.isEmpty || !stderr.isEmpty || !result.isEmpty || !errorMessage.isEmpty || signal != nil || (exitCode ?? 0) != 0
     }
 }

@@ -80,6 +80,7 @@ extension Opq_V1_Finished {
         try Check.seconds(durationSeconds, path() + ".duration_seconds")
         if hasStdout { try Check.frame(stdout.frame, rawFrames: rawFrames, path() + ".stdout.frame") }
         if hasStderr { try Check.frame(stderr.frame, rawFrames: rawFrames, path() + ".stderr.frame") }
+        if hasResult { try Check.frame(result.frame, rawFrames: rawFrames, path() + ".result.frame") }
     }
 }
 
@@ -154,6 +155,10 @@ extension Opq_V1_Dispatch {
         try Check.known(qos, path() + ".qos")
         if hasTimeoutSeconds { try Check.seconds(timeoutSeconds, path() + ".timeout_seconds", positive: true) }
         try Check.seconds(killGraceSeconds, path() + ".kill_grace_seconds")
+        for (index, dependency) in dependencies.enumerated() {
+            try Check.id(dependency.operation, path() + ".dependencies[\(index)].operation")
+            try Check.known(dependency.outcome, path() + ".dependencies[\(index)].outcome")
+        }
     }
 }
 

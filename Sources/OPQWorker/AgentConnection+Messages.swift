@@ -94,11 +94,12 @@ extension AgentConnection {
             outbox.handBack(key)
             return logger.info("handed back a dispatch: the worker is stopping", metadata: attemptMetadata(key))
         }
-        let request = RunRequest(
+        var request = RunRequest(
             key, name: dispatch.name, queue: dispatch.queue, work: Work(dispatch.work),
             qualityOfService: QualityOfService(dispatch.qos),
             timeout: dispatch.hasTimeoutSeconds ? dispatch.timeoutSeconds : nil,
             killGracePeriod: dispatch.killGraceSeconds > 0 ? dispatch.killGraceSeconds : configuration.killGracePeriod)
+        request.receive(dispatch.dependencies)
         switch runner.run(request) {
         case .accepted:
             logger.debug("attempt dispatched", metadata: attemptMetadata(key, ["queue": "\(dispatch.queue)", "job.id": "\(dispatch.job)"]))

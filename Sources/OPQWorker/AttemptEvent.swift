@@ -37,6 +37,8 @@ public struct RunRequest: Sendable {
     public var timeout: Double?
     /// Seconds between SIGTERM and SIGKILL when a command's process group is killed (SEMANTICS §5).
     public var killGracePeriod: Double
+    /// How its explicit dependencies finished, with their results (a handler's ``HandlerContext/dependencies``).
+    public var dependencies: [DependencyOutcome] = []
 
     /// The default grace period between SIGTERM and SIGKILL: 10 seconds.
     public static let defaultKillGracePeriod = 10.0

@@ -222,7 +222,8 @@ public final class AttemptRunner: @unchecked Sendable {
             return operation
         case .handler(let name, let payload):
             let context = HandlerContext(key: request.key, operationName: request.name, queueName: request.queue,
-                                         handler: name, payload: payload, qualityOfService: request.qualityOfService)
+                                         handler: name, payload: payload, qualityOfService: request.qualityOfService,
+                                         dependencies: request.dependencies)
             guard let factory = handlers.factory(for: name) else {
                 let known = handlers.names.joined(separator: ", ")
                 return FailedOperation(key: request.key, .error(
@@ -231,7 +232,7 @@ public final class AttemptRunner: @unchecked Sendable {
             do {
                 let operation = try factory(context)
                 guard let attempt = operation as? AttemptOperation else {
-                    let adapter = ForeignOperationAdapter(key: request.key, wrapping: operation)
+                    let adapter = ForeignOperationAdapter(key: request.key, wrapping: operation, context: context)
                     context.progressChannel.connect(adapter)
                     return adapter
                 }

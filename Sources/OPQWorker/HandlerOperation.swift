@@ -1,8 +1,9 @@
 import Foundation
 import OPQCore
 
-/// What a handler is given: the attempt, the operation's name and QoS, and the payload; and a way to
-/// report progress from any `Operation` (``reportProgress(fraction:message:)``).
+/// What a handler is given: the attempt, the operation's name, queue and QoS, the payload, how its
+/// dependencies finished (with their results); and a way to report progress from any `Operation`
+/// (``reportProgress(fraction:message:)``).
 public struct HandlerContext: Sendable {
     /// The attempt being run.
     public var key: AttemptKey
@@ -16,18 +17,22 @@ public struct HandlerContext: Sendable {
     public var payload: [UInt8]
     /// The operation's QoS.
     public var qualityOfService: OPQCore.QualityOfService
+    /// Its explicit dependencies as they finished, in the order they were added, with their handlers'
+    /// results (the futures it waited for; README "Handler results").
+    public var dependencies: [DependencyOutcome]
     /// Where ``reportProgress(fraction:message:)`` goes: the attempt's operation, once the runner made it.
     let progressChannel = ProgressChannel()
 
     /// Creates a context.
     public init(key: AttemptKey, operationName: String = "", queueName: String = "", handler: String, payload: [UInt8] = [],
-                qualityOfService: OPQCore.QualityOfService = .default) {
+                qualityOfService: OPQCore.QualityOfService = .default, dependencies: [DependencyOutcome] = []) {
         self.key = key
         self.operationName = operationName
         self.queueName = queueName
         self.handler = handler
         self.payload = payload
         self.qualityOfService = qualityOfService
+        self.dependencies = dependencies
     }
 
     /// The payload as UTF-8 text, or nil if it is not valid UTF-8.
@@ -51,6 +56,9 @@ final class ProgressChannel: @unchecked Sendable {
 
     func connect(_ operation: AttemptOperation) { lock.withLock { target = operation } }
 
+    /// The connected operation's `isCancelled` (false before it is connected).
+    var isCancelled: Bool { lock.withLock { target }?.isCancelled ?? false }
+
     func send(fraction: Double, message: String?) {
         lock.withLock { target }?.emitProgress(fraction: fraction, message: message)
     }
@@ -66,6 +74,10 @@ public struct HandlerError: Error, CustomStringConvertible, Sendable {
 }
 
 /// Base class of in-process handlers: override ``execute()``, set ``result``, check `isCancelled`.
+///
+/// The ``result`` travels to the coordinator apart from stdout and stderr, and clients read it as the
+/// operation's result (NSInvocationOperation's `result`); more than `Limits.maxResultBytes` (1 MiB)
+/// fails the attempt with reason `error` and a message naming the operation.
 ///
 /// `execute()` runs on one of the local queue's threads and may block. Returning normally succeeds
 /// (unless the operation was cancelled meanwhile: then it is `cancelled`); throwing fails the attempt
@@ -124,8 +136,9 @@ open class HandlerOperation: AttemptOperation, @unchecked Sendable {
 
     private func run() {
         do {
-            try execute()
-            finish(isCancelled ? .cancelled : AttemptResult(.succeeded, result: result))
+            try HandlerContext.$current.withValue(context) { try execute() }
+            if isCancelled { return finish(.cancelled) }
+            finish(context.succeeded(with: result))
         } catch {
             if isCancelled { return finish(.cancelled) }
             finish(.error("handler '\(context.handler)' failed: \(error)"))

@@ -147,15 +147,14 @@ struct ReportOutbox {
         }
     }
 
-    /// The `Finished` of `completion`. The protocol has no field for a handler's result bytes, so they
-    /// travel as its stdout tail (handlers print nothing else there).
+    /// The `Finished` of `completion`; a handler's result bytes travel in a raw frame of their own.
     static func finished(_ completion: Completion, raw: inout [[UInt8]]) -> Opq_V1_Finished {
         let started = completion.startedAt ?? completion.endedAt
         var finished = Opq_V1_Finished(
             completion.key.operation, attempt: completion.key.attempt, report: completion.report,
             duration: max(0, completion.endedAt.timeIntervalSince(started)))
-        let stdout = completion.stdout.isEmpty ? completion.result : completion.stdout
-        finished.attachOutput(stdout: stdout, stderr: completion.stderr, to: &raw)
+        finished.attachOutput(stdout: completion.stdout, stderr: completion.stderr, to: &raw)
+        if !completion.result.isEmpty { finished.result = Opq_V1_OutputTail.attach(completion.result, to: &raw) }
         if completion.report.status != .succeeded, let message = completion.message {
             finished.errorMessage = String(message.prefix(WireLimits.maxNameBytes))
         }

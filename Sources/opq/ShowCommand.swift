@@ -31,6 +31,12 @@ struct ShowCommand: ParsableCommand {
             cancelling, succeeded, failed, cancelled) with its time, attempt, worker and cause — the message or timer it
             followed from ("#42 worker report", "#43 timers"), so steps with one cause happened together.
               opq show op-17 --story
+
+            --result prints its handler's result (README "Handler results": the bytes the handler
+            returned, at most 1 MiB, apart from stdout) as raw bytes to stdout, nothing else; nothing
+            when it has none. With --json: {"version", "id", "resultBytes", "result": base64,
+            "resultText": the UTF-8 text or null}. Without --result, "result:" gives its size.
+              opq show op-17 --result > digest.txt
             In --json: "story": {"steps": [{"sequence", "time", "event", "attempt", "worker", "text",
             "cause"}], "omitted", "complete"}. Progress reports show while the event log holds them (the
             most recent 100,000 events). A long story keeps its first 100 and latest steps ("omitted"
@@ -49,9 +55,13 @@ struct ShowCommand: ParsableCommand {
     @Flag(help: "Also print its story: every transition with time, attempt, worker and cause.")
     var story = false
 
+    @Flag(help: "Print only its handler's result: raw bytes (with --json: base64 and text).")
+    var result = false
+
     func run() throws {
         let id = try ShowCommand.operationID(operation)
         let connection = try Connection.open(global.endpoint)
+        if result { return try printResult(OperationID(id), connection: connection) }
         let info: OperationStatus
         do {
             info = try connection.operation(OperationID(id), includeStory: story)
@@ -65,6 +75,7 @@ struct ShowCommand: ParsableCommand {
             object["dependencies"] = info.dependencies.map(\.rawValue)
             object["labels"] = info.labels
             object["waiting"] = info.blockers.map(JSONOutput.blocker)
+            object["resultBytes"] = info.resultBytes
             if story, let told = info.story { object["story"] = Self.storyObject(told) }
             if info.state == .finished {  // as `opq watch --json`: "" for a plain success, "up to date", "exit status 1", …
                 object["reason"] = JobProgress.detail(outcome: info.outcome, reason: info.reason, exitCode: info.exitCode, signal: info.signal)
@@ -95,8 +106,25 @@ struct ShowCommand: ParsableCommand {
         if let duration = info.duration { print(String(format: "  duration:   %.2f s", duration)) }
         if !info.dependencies.isEmpty { print("  after:      " + info.dependencies.map { "op-\($0.rawValue)" }.joined(separator: " ")) }
         if info.isBarrier { print("  barrier:    yes") }
+        if info.resultBytes > 0 { print("  result:     \(info.resultBytes) bytes (opq show op-\(info.id.rawValue) --result)") }
         for (k, blocker) in info.blockers.enumerated() { print((k == 0 ? "  waiting:    " : "              ") + blocker.description) }
         if story, let told = info.story { Self.printStory(told) }
+    }
+
+    /// `--result`: the handler's result as raw bytes, or (`--json`) base64 and text.
+    private func printResult(_ id: OperationID, connection: CoordinatorClient) throws {
+        let bytes: [UInt8]
+        do {
+            bytes = try connection.result(of: id)
+        } catch {
+            throw Connection.status(for: error)
+        }
+        guard json else { return FileHandle.standardOutput.write(Data(bytes)) }
+        let text = String(validating: bytes, as: UTF8.self)
+        print(JSONOutput.string([
+            "version": JSONOutput.version, "id": id.rawValue, "resultBytes": bytes.count,
+            "result": Data(bytes).base64EncodedString(), "resultText": text.map { $0 as Any } ?? NSNull(),
+        ]))
     }
 
     /// The story as lines: local time, the step in words, then its cause (and the event's number).

@@ -32,6 +32,45 @@ struct JournalOutputTests {
         #expect(found[OperationID(7)]?.startedAt == 1_794_999_997.75)
     }
 
+    @Test func aHandlersResultSurvivesAReopenApartFromTheOutput() throws {
+        let scratch = try ScratchState()
+        defer { scratch.remove() }
+        let result: [UInt8] = [0, 0xFF, 0x7B] + Array("{\"n\":1}".utf8)  // not UTF-8: raw bytes, kept as they are
+        let kept = OperationOutput(exitCode: nil, signal: nil, duration: 0.5, stdout: [], stdoutTotal: 0, stderr: [], stderrTotal: 0,
+                                   errorMessage: "", worker: "w1", endedAt: 1_795_000_000, result: result)
+        #expect(kept.isWorthJournaling && !kept.isBare, "a result alone is worth journaling")
+        do {
+            let journal = try Journal(path: scratch.journalPath)
+            journal.append(output: kept, of: OperationID(9))
+            journal.append(output: output("plain\n"), of: OperationID(10))
+            try journal.commit()
+        }
+        let found = try outputs(scratch.journalPath)
+        #expect(found[OperationID(9)]?.result == result && found[OperationID(9)]?.stdout == [])
+        #expect(found[OperationID(10)]?.result == [], "a report without a result reads with none")
+        #expect(kept.withoutResult.result.isEmpty && kept.withoutResult.worker == "w1")
+    }
+
+    @Test func aForgottenJobsResultsGoWithItsOutputs() throws {
+        let scratch = try ScratchState()
+        defer { scratch.remove() }
+        func withResult(_ text: String) -> OperationOutput {
+            OperationOutput(exitCode: nil, signal: nil, duration: 0, stdout: [], stdoutTotal: 0, stderr: [], stderrTotal: 0,
+                            errorMessage: "", result: Array(text.utf8))
+        }
+        do {
+            let journal = try Journal(path: scratch.journalPath)
+            for id in 1...3 as ClosedRange<UInt64> { journal.append(output: withResult("r\(id)"), of: OperationID(id)) }
+            try journal.commit()
+            journal.forget([Scheduler.PrunedJob(job: JobID(1), first: OperationID(1), outcomes: [.succeeded, .succeeded])])
+            try journal.commit()
+        }
+        let found = try outputs(scratch.journalPath)
+        #expect(found == [OperationID(3): withResult("r3")])
+        let rows = try DatabaseQueue(path: scratch.journalPath).read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM results") }
+        #expect(rows == 1, "the results rows of the forgotten operations are gone")
+    }
+
     @Test func aJournalWithTheOlderOutputsTableOpensAndGainsTheColumns() throws {
         let scratch = try ScratchState()
         defer { scratch.remove() }

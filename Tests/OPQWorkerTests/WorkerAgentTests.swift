@@ -136,7 +136,7 @@ struct WorkerAgentTests {
         #expect(!harness.waitForExit(timeout: 0), "the agent keeps running")
     }
 
-    @Test("a handler's result bytes travel as its stdout tail")
+    @Test("a handler's result bytes travel in a frame of their own, not as stdout")
     func handlerResult() throws {
         let directory = try makeTemporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
@@ -153,7 +153,8 @@ struct WorkerAgentTests {
         let index = try #require(collected.firstIndex { $0.report.finishedReport?.operation == 10 })
         let finished = try #require(collected[index].report.finishedReport)
         #expect(finished.status == .succeeded)
-        #expect(String(decoding: finished.stdout.bytes(in: collected[index].raw), as: UTF8.self)
+        #expect(String(decoding: finished.result.bytes(in: collected[index].raw), as: UTF8.self)
                 == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
+        #expect(!finished.hasStdout || finished.stdout.bytes(in: collected[index].raw).isEmpty, "the result is not mixed into stdout")
     }
 }

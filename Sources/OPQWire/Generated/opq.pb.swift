@@ -1260,6 +1260,17 @@ public nonisolated struct Opq_V1_Finished: Sendable {
   /// A handler's error or why the work could not start; may be empty.
   public var errorMessage: String = String()
 
+  /// A handler's result bytes (raw frame; README "Handler results"), at most 1 MiB; absent = no result.
+  /// Never mixed into stdout.
+  public var result: Opq_V1_OutputTail {
+    get {_result ?? Opq_V1_OutputTail()}
+    set {_result = newValue}
+  }
+  /// Returns true if `result` has been explicitly set.
+  public var hasResult: Bool {self._result != nil}
+  /// Clears the value of `result`. Subsequent reads from it will return its default value.
+  public mutating func clearResult() {self._result = nil}
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
@@ -1268,6 +1279,7 @@ public nonisolated struct Opq_V1_Finished: Sendable {
   fileprivate var _signal: Int32? = nil
   fileprivate var _stdout: Opq_V1_OutputTail? = nil
   fileprivate var _stderr: Opq_V1_OutputTail? = nil
+  fileprivate var _result: Opq_V1_OutputTail? = nil
 }
 
 /// A graceful leave: the worker stops taking work. Attempts it still holds go back to ready as new
@@ -1489,12 +1501,43 @@ public nonisolated struct Opq_V1_Dispatch: Sendable {
   /// After SIGTERM on a kill, SIGKILL after this many seconds; ≥ 0.
   public var killGraceSeconds: Double = 0
 
+  /// Its explicit dependencies as they finished, in the order they were added, with their results
+  /// (handler work only; README "Handler results"). A result is left out (result_omitted) when the
+  /// dispatch's results would pass 8 MiB in all.
+  public var dependencies: [Opq_V1_DependencyOutcome] = []
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
 
   fileprivate var _work: Opq_V1_Work? = nil
   fileprivate var _timeoutSeconds: Double? = nil
+}
+
+/// How one dependency of a dispatched operation finished.
+public nonisolated struct Opq_V1_DependencyOutcome: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  /// Its id.
+  public var operation: UInt64 = 0
+
+  /// Its name (may be empty).
+  public var name: String = String()
+
+  /// SUCCEEDED, FAILED or CANCELLED.
+  public var outcome: Opq_V1_Outcome = .none
+
+  /// Its handler's result; empty = none (or omitted).
+  public var result: Data = Data()
+
+  /// It had a result that did not fit the dispatch's bound.
+  public var resultOmitted: Bool = false
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
 }
 
 /// Stop an attempt. A command gets SIGTERM on its process group, then SIGKILL after the grace period;
@@ -2167,6 +2210,9 @@ public nonisolated struct Opq_V1_GetOperation: Sendable {
 
   /// Also return its story: its transitions with time, cause and worker.
   public var includeStory: Bool = false
+
+  /// Also return its handler's result (a raw frame, OperationInfo.result).
+  public var includeResult: Bool = false
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
@@ -3227,6 +3273,17 @@ public nonisolated struct Opq_V1_OperationInfo: @unchecked Sendable {
     get {_storage._storyComplete}
     set {_uniqueStorage()._storyComplete = newValue}
   }
+
+  /// Its handler's result (README "Handler results"): total_bytes always (0 = none); the bytes as a raw
+  /// frame with GetOperation include_result. Kept after a coordinator restart (journaled).
+  public var result: Opq_V1_OutputTail {
+    get {_storage._result ?? Opq_V1_OutputTail()}
+    set {_uniqueStorage()._result = newValue}
+  }
+  /// Returns true if `result` has been explicitly set.
+  public var hasResult: Bool {_storage._result != nil}
+  /// Clears the value of `result`. Subsequent reads from it will return its default value.
+  public mutating func clearResult() {_uniqueStorage()._result = nil}
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
@@ -4504,7 +4561,7 @@ nonisolated extension Opq_V1_OutputChunk: SwiftProtobuf.Message, SwiftProtobuf._
 
 nonisolated extension Opq_V1_Finished: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".Finished"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}operation\0\u{1}attempt\0\u{1}status\0\u{1}reason\0\u{3}exit_code\0\u{1}signal\0\u{3}duration_seconds\0\u{1}stdout\0\u{1}stderr\0\u{3}error_message\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}operation\0\u{1}attempt\0\u{1}status\0\u{1}reason\0\u{3}exit_code\0\u{1}signal\0\u{3}duration_seconds\0\u{1}stdout\0\u{1}stderr\0\u{3}error_message\0\u{2}x\u{6}result\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -4522,6 +4579,7 @@ nonisolated extension Opq_V1_Finished: SwiftProtobuf.Message, SwiftProtobuf._Mes
       case 8: try { try decoder.decodeSingularMessageField(value: &self._stdout) }()
       case 9: try { try decoder.decodeSingularMessageField(value: &self._stderr) }()
       case 10: try { try decoder.decodeSingularStringField(value: &self.errorMessage) }()
+      case 450: try { try decoder.decodeSingularMessageField(value: &self._result) }()
       default: break
       }
     }
@@ -4562,6 +4620,9 @@ nonisolated extension Opq_V1_Finished: SwiftProtobuf.Message, SwiftProtobuf._Mes
     if !self.errorMessage.isEmpty {
       try visitor.visitSingularStringField(value: self.errorMessage, fieldNumber: 10)
     }
+    try { if let v = self._result {
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 450)
+    } }()
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -4576,6 +4637,7 @@ nonisolated extension Opq_V1_Finished: SwiftProtobuf.Message, SwiftProtobuf._Mes
     if lhs._stdout != rhs._stdout {return false}
     if lhs._stderr != rhs._stderr {return false}
     if lhs.errorMessage != rhs.errorMessage {return false}
+    if lhs._result != rhs._result {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -4881,7 +4943,7 @@ nonisolated extension Opq_V1_Order: SwiftProtobuf.Message, SwiftProtobuf._Messag
 
 nonisolated extension Opq_V1_Dispatch: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".Dispatch"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}operation\0\u{1}attempt\0\u{1}name\0\u{1}job\0\u{1}queue\0\u{1}work\0\u{1}qos\0\u{3}timeout_seconds\0\u{3}kill_grace_seconds\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}operation\0\u{1}attempt\0\u{1}name\0\u{1}job\0\u{1}queue\0\u{1}work\0\u{1}qos\0\u{3}timeout_seconds\0\u{3}kill_grace_seconds\0\u{2}|\u{6}dependencies\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -4898,6 +4960,7 @@ nonisolated extension Opq_V1_Dispatch: SwiftProtobuf.Message, SwiftProtobuf._Mes
       case 7: try { try decoder.decodeSingularEnumField(value: &self.qos) }()
       case 8: try { try decoder.decodeSingularDoubleField(value: &self._timeoutSeconds) }()
       case 9: try { try decoder.decodeSingularDoubleField(value: &self.killGraceSeconds) }()
+      case 453: try { try decoder.decodeRepeatedMessageField(value: &self.dependencies) }()
       default: break
       }
     }
@@ -4935,6 +4998,9 @@ nonisolated extension Opq_V1_Dispatch: SwiftProtobuf.Message, SwiftProtobuf._Mes
     if self.killGraceSeconds.bitPattern != 0 {
       try visitor.visitSingularDoubleField(value: self.killGraceSeconds, fieldNumber: 9)
     }
+    if !self.dependencies.isEmpty {
+      try visitor.visitRepeatedMessageField(value: self.dependencies, fieldNumber: 453)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -4948,6 +5014,57 @@ nonisolated extension Opq_V1_Dispatch: SwiftProtobuf.Message, SwiftProtobuf._Mes
     if lhs.qos != rhs.qos {return false}
     if lhs._timeoutSeconds != rhs._timeoutSeconds {return false}
     if lhs.killGraceSeconds != rhs.killGraceSeconds {return false}
+    if lhs.dependencies != rhs.dependencies {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Opq_V1_DependencyOutcome: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".DependencyOutcome"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}operation\0\u{1}name\0\u{1}outcome\0\u{1}result\0\u{3}result_omitted\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularUInt64Field(value: &self.operation) }()
+      case 2: try { try decoder.decodeSingularStringField(value: &self.name) }()
+      case 3: try { try decoder.decodeSingularEnumField(value: &self.outcome) }()
+      case 4: try { try decoder.decodeSingularBytesField(value: &self.result) }()
+      case 5: try { try decoder.decodeSingularBoolField(value: &self.resultOmitted) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if self.operation != 0 {
+      try visitor.visitSingularUInt64Field(value: self.operation, fieldNumber: 1)
+    }
+    if !self.name.isEmpty {
+      try visitor.visitSingularStringField(value: self.name, fieldNumber: 2)
+    }
+    if self.outcome != .none {
+      try visitor.visitSingularEnumField(value: self.outcome, fieldNumber: 3)
+    }
+    if !self.result.isEmpty {
+      try visitor.visitSingularBytesField(value: self.result, fieldNumber: 4)
+    }
+    if self.resultOmitted != false {
+      try visitor.visitSingularBoolField(value: self.resultOmitted, fieldNumber: 5)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Opq_V1_DependencyOutcome, rhs: Opq_V1_DependencyOutcome) -> Bool {
+    if lhs.operation != rhs.operation {return false}
+    if lhs.name != rhs.name {return false}
+    if lhs.outcome != rhs.outcome {return false}
+    if lhs.result != rhs.result {return false}
+    if lhs.resultOmitted != rhs.resultOmitted {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -6069,7 +6186,7 @@ nonisolated extension Opq_V1_ListOperations: SwiftProtobuf.Message, SwiftProtobu
 
 nonisolated extension Opq_V1_GetOperation: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".GetOperation"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}operation\0\u{3}include_output\0\u{4}j\u{4}include_story\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}operation\0\u{3}include_output\0\u{4}j\u{4}include_story\0\u{4}W\u{2}include_result\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -6080,6 +6197,7 @@ nonisolated extension Opq_V1_GetOperation: SwiftProtobuf.Message, SwiftProtobuf.
       case 1: try { try decoder.decodeSingularUInt64Field(value: &self.operation) }()
       case 2: try { try decoder.decodeSingularBoolField(value: &self.includeOutput) }()
       case 300: try { try decoder.decodeSingularBoolField(value: &self.includeStory) }()
+      case 451: try { try decoder.decodeSingularBoolField(value: &self.includeResult) }()
       default: break
       }
     }
@@ -6095,6 +6213,9 @@ nonisolated extension Opq_V1_GetOperation: SwiftProtobuf.Message, SwiftProtobuf.
     if self.includeStory != false {
       try visitor.visitSingularBoolField(value: self.includeStory, fieldNumber: 300)
     }
+    if self.includeResult != false {
+      try visitor.visitSingularBoolField(value: self.includeResult, fieldNumber: 451)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -6102,6 +6223,7 @@ nonisolated extension Opq_V1_GetOperation: SwiftProtobuf.Message, SwiftProtobuf.
     if lhs.operation != rhs.operation {return false}
     if lhs.includeOutput != rhs.includeOutput {return false}
     if lhs.includeStory != rhs.includeStory {return false}
+    if lhs.includeResult != rhs.includeResult {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -7390,7 +7512,7 @@ nonisolated extension Opq_V1_JobList: SwiftProtobuf.Message, SwiftProtobuf._Mess
 
 nonisolated extension Opq_V1_OperationInfo: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".OperationInfo"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}id\0\u{1}name\0\u{1}job\0\u{1}queue\0\u{1}work\0\u{1}state\0\u{1}outcome\0\u{1}reason\0\u{1}cancelled\0\u{1}barrier\0\u{1}priority\0\u{1}qos\0\u{1}requires\0\u{1}attempt\0\u{1}worker\0\u{1}dependencies\0\u{1}labels\0\u{3}timeout_seconds\0\u{3}retries_left\0\u{3}exit_code\0\u{1}signal\0\u{3}duration_seconds\0\u{1}progress\0\u{1}stdout\0\u{1}stderr\0\u{1}blockers\0\u{3}finished_by\0\u{3}started_at\0\u{3}ended_at\0\u{2}P\u{4}story\0\u{3}story_omitted\0\u{3}story_complete\0\u{2}?cpus\0\u{3}memory_bytes\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}id\0\u{1}name\0\u{1}job\0\u{1}queue\0\u{1}work\0\u{1}state\0\u{1}outcome\0\u{1}reason\0\u{1}cancelled\0\u{1}barrier\0\u{1}priority\0\u{1}qos\0\u{1}requires\0\u{1}attempt\0\u{1}worker\0\u{1}dependencies\0\u{1}labels\0\u{3}timeout_seconds\0\u{3}retries_left\0\u{3}exit_code\0\u{1}signal\0\u{3}duration_seconds\0\u{1}progress\0\u{1}stdout\0\u{1}stderr\0\u{1}blockers\0\u{3}finished_by\0\u{3}started_at\0\u{3}ended_at\0\u{2}P\u{4}story\0\u{3}story_omitted\0\u{3}story_complete\0\u{2}?cpus\0\u{3}memory_bytes\0\u{2}U\u{1}result\0")
 
   fileprivate class _StorageClass {
     var _id: UInt64 = 0
@@ -7427,6 +7549,7 @@ nonisolated extension Opq_V1_OperationInfo: SwiftProtobuf.Message, SwiftProtobuf
     var _story: [Opq_V1_StoryStep] = []
     var _storyOmitted: UInt32 = 0
     var _storyComplete: Bool = false
+    var _result: Opq_V1_OutputTail? = nil
 
       // This property is used as the initial default value for new instances of the type.
       // The type itself is protecting the reference to its storage via CoW semantics.
@@ -7471,6 +7594,7 @@ nonisolated extension Opq_V1_OperationInfo: SwiftProtobuf.Message, SwiftProtobuf
       _story = source._story
       _storyOmitted = source._storyOmitted
       _storyComplete = source._storyComplete
+      _result = source._result
     }
   }
 
@@ -7523,6 +7647,7 @@ nonisolated extension Opq_V1_OperationInfo: SwiftProtobuf.Message, SwiftProtobuf
         case 303: try { try decoder.decodeSingularBoolField(value: &_storage._storyComplete) }()
         case 366: try { try decoder.decodeSingularUInt32Field(value: &_storage._cpus) }()
         case 367: try { try decoder.decodeSingularUInt64Field(value: &_storage._memoryBytes) }()
+        case 452: try { try decoder.decodeSingularMessageField(value: &_storage._result) }()
         default: break
         }
       }
@@ -7637,6 +7762,9 @@ nonisolated extension Opq_V1_OperationInfo: SwiftProtobuf.Message, SwiftProtobuf
       if _storage._memoryBytes != 0 {
         try visitor.visitSingularUInt64Field(value: _storage._memoryBytes, fieldNumber: 367)
       }
+      try { if let v = _storage._result {
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 452)
+      } }()
     }
     try unknownFields.traverse(visitor: &visitor)
   }
@@ -7680,6 +7808,7 @@ nonisolated extension Opq_V1_OperationInfo: SwiftProtobuf.Message, SwiftProtobuf
         if _storage._story != rhs_storage._story {return false}
         if _storage._storyOmitted != rhs_storage._storyOmitted {return false}
         if _storage._storyComplete != rhs_storage._storyComplete {return false}
+        if _storage._result != rhs_storage._result {return false}
         return true
       }
       if !storagesAreEqual {return false}
