@@ -36,7 +36,7 @@ extension RemoteCoordinator {
     /// Starts the watch and waits for its snapshot.
     func startWatching(timeout: Double) throws(ClientError) {
         watch(resumeAfter: nil)
-        let deadline = Date(timeIntervalSinceNow: timeout)
+        let deadline = WaitDeadline(seconds: timeout)
         let failure: ClientError? = lock.withLock {
             while !tracking.synced, tracking.failure == nil {
                 if !lock.wait(until: deadline) { return tracking.synced ? nil : .timeout(endpoint: endpoint, seconds: timeout) }

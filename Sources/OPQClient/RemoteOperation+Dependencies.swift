@@ -17,9 +17,9 @@ extension RemoteOperation {
     ///
     /// Adding the same dependency twice changes nothing.
     /// - Throws: the coordinator's refusal, e.g. ``ClientError/refused(_:)`` with code `cycle` naming
-    ///   the cycle's members; then nothing changed.
+    ///   the cycle's members (also, at once, for the operation itself); then nothing changed.
     public func addDependency(_ operation: RemoteOperation) throws(ClientError) {
-        precondition(operation !== self, "\(self) cannot depend on itself")
+        if operation === self { throw selfDependencyRefusal }
         let placed: Placement? = condition.withLock {
             guard !dependencyList.contains(where: { $0 === operation }) else { return nil }
             if placement == nil { dependencyList.append(operation) }

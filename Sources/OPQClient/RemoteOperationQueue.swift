@@ -111,9 +111,11 @@ public final class RemoteOperationQueue: @unchecked Sendable, CustomStringConver
         do { _ = try waitUntilAllOperationsAreFinished(timeout: nil) } catch { remember(error) }
     }
 
-    /// Blocks until the queue has nothing unfinished or `timeout` seconds pass (nil = no limit);
-    /// returns whether it had finished.
+    /// Blocks until the queue has nothing unfinished or `timeout` seconds pass (nil, `.infinity` or more
+    /// than about 100 years = no limit); returns whether it had finished.
+    /// - Throws: the coordinator's refusal of a negative timeout or NaN; a transport error.
     public func waitUntilAllOperationsAreFinished(timeout: Double?) throws(ClientError) -> Bool {
+        let timeout = WaitDeadline.limit(timeout)
         let reply = try coordinator.request(timeout: timeout.map { $0 + coordinator.requestTimeout }) {
             $0.wait.queue = name
             if let timeout { $0.wait.timeoutSeconds = timeout }
