@@ -21,3 +21,32 @@ extension RemoteOperation {
         return .refused(Refusal(error))
     }
 }
+
+extension RemoteOperation {
+    /// The refusal of a dependency of this operation, added (or being added) through `coordinator`, on
+    /// `dependency`, added through a connection to another coordinator (another endpoint): ids belong to
+    /// one coordinator, so the edge would name some other operation there, or none. Nil when `dependency`
+    /// was not added yet or both go to the same endpoint.
+    func foreignDependencyRefusal(on dependency: RemoteOperation, coordinator: RemoteCoordinator) -> ClientError? {
+        guard let theirs = dependency.condition.withLock({ dependency.placement }),
+              theirs.coordinator !== coordinator, theirs.coordinator.endpoint != coordinator.endpoint else { return nil }
+        var error = Opq_V1_Error()
+        error.code = .unknownDependency
+        error.message = "\(self) cannot depend on \(dependency): that one was added through the coordinator at "
+            + "\(theirs.coordinator.endpoint), this one goes to \(coordinator.endpoint), and a dependency holds only "
+            + "within one coordinator. Add both through the same coordinator"
+        error.name = name
+        error.reference = Opq_V1_DependencyRef(.id(theirs.id))
+        return .refused(Refusal(error))
+    }
+
+    /// Throws ``foreignDependencyRefusal(on:coordinator:)`` for the first dependency of `operations`
+    /// that was added through another coordinator; called before they are submitted through `coordinator`.
+    static func checkDependencies(of operations: [RemoteOperation], coordinator: RemoteCoordinator) throws(ClientError) {
+        for operation in operations {
+            for dependency in operation.dependencies {
+                if let refusal = operation.foreignDependencyRefusal(on: dependency, coordinator: coordinator) { throw refusal }
+            }
+        }
+    }
+}

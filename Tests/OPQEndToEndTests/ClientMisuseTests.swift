@@ -108,6 +108,37 @@ import Testing
         #expect(try queue.status().counts.total == 2, "nothing ran again")
     }
 
+    @Test func aDependencyOnAnOperationOfAnotherCoordinatorIsRefusedNotMisdirected() throws {
+        let here = try ClientCluster(workers: [])
+        defer { here.stop() }
+        let there = try ClientCluster(workers: [])
+        defer { there.stop() }
+        try there.queue().setSuspended(true)
+        let remote = try there.queue().addOperation(command: ["true"])  // op-1 there
+        try here.queue().setSuspended(true)
+        let local = try here.queue().addOperation(command: ["true"])   // op-1 here: the same id
+        #expect(remote.id == local.id, "ids are per coordinator")
+
+        let dependant = RemoteOperation(command: ["true"])
+        try dependant.addDependency(remote)
+        #expect {
+            try here.queue().addOperation(dependant)
+        } throws: { error in
+            (error as? ClientError)?.refusal?.code == .unknownDependency && "\(error)".contains(there.cluster.clientsEndpoint)
+        }
+        #expect(dependant.id == nil)
+        #expect(try here.queue().status().counts.total == 1, "nothing was added")
+        #expect {
+            try local.addDependency(remote)
+        } throws: { error in
+            (error as? ClientError)?.refusal?.code == .unknownDependency
+        }
+        #expect(local.dependencies.isEmpty && local.state == .ready, "local does not wait for itself")
+        try dependant.removeDependency(remote)
+        try here.queue().addOperation(dependant)
+        #expect(dependant.id != nil)
+    }
+
     @Test func anInvalidMaxConcurrentOperationCountIsKeptAsLastErrorNotAnAbort() throws {
         let live = try ClientCluster(workers: [1])
         defer { live.stop() }
