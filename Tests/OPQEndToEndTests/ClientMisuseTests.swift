@@ -139,6 +139,26 @@ import Testing
         #expect(dependant.id != nil)
     }
 
+    @Test func aClosedConnectionEndsNewEventSequencesAndRefusesWorkInsteadOfHanging() async throws {
+        let live = try await ClientCluster.start(workers: [])
+        defer { live.stop() }
+        let coordinator = live.coordinator
+        coordinator.close()
+        let ended = try await withTimeout(seconds: 30) { () -> Int in
+            var count = 0
+            for await _ in coordinator.events() { count += 1 }
+            return count
+        }
+        #expect(ended == 0, "the sequence of a closed connection ends at once")
+        let operation = RemoteOperation(command: ["true"])
+        #expect {
+            try live.queue().addOperation(operation)
+        } throws: { error in
+            if case .closed? = error as? ClientError { true } else { false }
+        }
+        #expect(operation.id == nil && operation.waitUntilFinished(timeout: 30) == false)
+    }
+
     @Test func anInvalidMaxConcurrentOperationCountIsKeptAsLastErrorNotAnAbort() throws {
         let live = try ClientCluster(workers: [1])
         defer { live.stop() }
