@@ -31,12 +31,14 @@ extension RemoteCoordinator {
         var nextStream = 0
         /// Why the stream could not start, if it could not.
         var failure: ClientError?
+        /// The connection was closed: a new ``RemoteCoordinator/events()`` sequence ends at once.
+        var isClosed = false
     }
 
     /// Starts the watch and waits for its snapshot.
     func startWatching(timeout: Double) throws(ClientError) {
         watch(resumeAfter: nil)
-        let deadline = Date(timeIntervalSinceNow: timeout)
+        let deadline = WaitDeadline(seconds: timeout)
         let failure: ClientError? = lock.withLock {
             while !tracking.synced, tracking.failure == nil {
                 if !lock.wait(until: deadline) { return tracking.synced ? nil : .timeout(endpoint: endpoint, seconds: timeout) }
@@ -213,6 +215,7 @@ extension RemoteCoordinator {
     func connectionDidClose() {
         let (streams, operations) = lock.withLock {
             defer {
+                tracking.isClosed = true
                 tracking.streams = [:]
                 tracking.operations = [:]
             }
@@ -228,14 +231,17 @@ extension RemoteCoordinator {
     // MARK: Events
 
     /// Every event of the coordinator's stream from now on (all queues, all clients), as an
-    /// `AsyncSequence`; it ends when the connection is closed or the consumer stops iterating.
+    /// `AsyncSequence`; it ends when the connection is closed (at once if it already was) or the
+    /// consumer stops iterating.
     public func events() -> AsyncStream<RemoteEvent> {
         AsyncStream(bufferingPolicy: .unbounded) { continuation in
-            let key: Int = lock.withLock {
+            let key: Int? = lock.withLock {
+                guard !tracking.isClosed else { return nil }
                 tracking.nextStream += 1
                 tracking.streams[tracking.nextStream] = continuation
                 return tracking.nextStream
             }
+            guard let key else { return continuation.finish() }
             continuation.onTermination = { [weak self] _ in
                 guard let self else { return }
                 self.lock.withLock { _ = self.tracking.streams.removeValue(forKey: key) }

@@ -120,8 +120,8 @@ public final class RemoteCoordinator: @unchecked Sendable {
                 guard once.claim() else { return }
                 continuation.resume(with: result.map(\.reply).mapError { $0 as any Error })
             }
-            if let timeout {
-                DispatchQueue.global().asyncAfter(deadline: .now() + timeout) { [loop, endpoint] in
+            if let timeout, let date = WaitDeadline(seconds: timeout).date {
+                DispatchQueue.global().asyncAfter(deadline: .now() + max(0, date.timeIntervalSinceNow)) { [loop, endpoint] in
                     guard loop.abandon(id), once.claim() else { return }
                     continuation.resume(throwing: ClientError.timeout(endpoint: endpoint, seconds: timeout))
                 }
@@ -153,11 +153,9 @@ final class ReplySlot: @unchecked Sendable {
 
     /// The result, or nil when `timeout` seconds passed first (nil timeout = no limit).
     func wait(timeout: Double?) -> Result<(reply: Opq_V1_Reply, raw: [[UInt8]]), ClientError>? {
-        let deadline = timeout.map { Date(timeIntervalSinceNow: $0) }
+        let deadline = WaitDeadline(seconds: timeout)
         return condition.withLock {
             while result == nil {
-                // (No `distantFuture` deadline: it overflows the timespec on Linux.)
-                guard let deadline else { condition.wait(); continue }
                 if !condition.wait(until: deadline) { break }
             }
             return result

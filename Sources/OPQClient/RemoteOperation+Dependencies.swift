@@ -21,15 +21,17 @@ extension RemoteOperation {
     ///
     /// Adding the same dependency twice changes nothing.
     /// - Throws: the coordinator's refusal, e.g. ``ClientError/refused(_:)`` with code `cycle` naming
-    ///   the cycle's members; then nothing changed.
+    ///   the cycle's members (also, at once, for the operation itself), `unknownDependency` for an
+    ///   operation added through another coordinator; then nothing changed.
     public func addDependency(_ operation: RemoteOperation) throws(ClientError) {
-        precondition(operation !== self, "\(self) cannot depend on itself")
+        if operation === self { throw selfDependencyRefusal }
         let placed: Placement? = condition.withLock {
             guard !dependencyList.contains(where: { $0 === operation }) else { return nil }
             if placement == nil { dependencyList.append(operation) }
             return placement
         }
         guard let placed else { return }
+        if let refusal = foreignDependencyRefusal(on: operation, coordinator: placed.coordinator) { throw refusal }
         try placed.coordinator.addDependency(of: self, on: operation)
         condition.withLock { if !dependencyList.contains(where: { $0 === operation }) { dependencyList.append(operation) } }
     }

@@ -33,7 +33,9 @@ extension RemoteOperation {
     /// The operation's state as the coordinator last reported it; nil before it was added to a queue.
     public var state: OperationState? { read(\.state) }
 
-    /// Whether the operation was cancelled (set at once by ``cancel()``; kept once set).
+    /// Whether the operation was cancelled (set at once by ``cancel()``; kept once set). A cancel by
+    /// another client shows as soon as its event arrives: for a dispatched or executing operation the
+    /// coordinator sends an event of the unchanged state with `isCancelled` set, before the finish.
     public var isCancelled: Bool { read(\.isCancelled) }
 
     /// Whether every dependency has finished: before the operation is added, judged from its
@@ -44,7 +46,9 @@ extension RemoteOperation {
         return state != .pending
     }
 
-    /// Whether a worker is running it (`dispatched` or `executing`).
+    /// Whether a worker is running it (`dispatched` or `executing`). The worker reports `started` as it
+    /// starts the operation and the coordinator forwards it to watchers in the turn it arrives, so this
+    /// is true while the operation runs, not only once it finished.
     public var isExecuting: Bool {
         let state = read(\.state)
         return state == .executing || state == .dispatched

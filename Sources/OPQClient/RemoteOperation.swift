@@ -24,7 +24,8 @@ import OPQWire
 /// instead of aborting; requests that need the coordinator after the operation was added
 /// (``addDependency(_:)``, ``removeDependency(_:)``) may throw its refusal (e.g. a cycle, naming its
 /// members). ``isCancelled`` turns true at once when this program cancels; a cancel by another client
-/// shows when the operation finishes `cancelled`.
+/// shows as soon as its event arrives (for a running operation, before it finishes). Misuse that makes
+/// `Operation` abort or hang throws or returns at once instead (see ``waitUntilFinished()``).
 ///
 /// Thread-safe: every property and method may be used from any thread.
 // @unchecked Sendable: every mutable field is read and changed only under `condition`.
@@ -234,10 +235,11 @@ public final class RemoteOperation: @unchecked Sendable, CustomStringConvertible
     }
 
     /// Blocks until the operation has finished or `seconds` pass; returns whether it finished. Returns
-    /// false at once for an operation never added to a queue.
+    /// false at once for an operation never added to a queue. Any timeout is safe: `.infinity` (or more
+    /// than about 100 years) waits without a limit, zero, a negative one or NaN does not wait.
     @discardableResult
     public func waitUntilFinished(timeout seconds: Double) -> Bool {
-        let deadline = Date(timeIntervalSinceNow: seconds)
+        let deadline = WaitDeadline(seconds: seconds)
         return condition.withLock {
             while isClaimed, status.state != .finished, !connectionClosed {
                 if !condition.wait(until: deadline) { break }

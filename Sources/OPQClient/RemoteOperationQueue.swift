@@ -55,8 +55,11 @@ public final class RemoteOperationQueue: @unchecked Sendable, CustomStringConver
 
     /// Adds `operation`; the coordinator accepts it before this returns.
     /// - Throws: ``ClientError/alreadyAdded(operation:)`` if it was added before (to any queue);
-    ///   the coordinator's refusal (e.g. a duplicate name, an invalid field); a transport error.
+    ///   the coordinator's refusal (e.g. a duplicate name, an invalid field); a refusal with code
+    ///   `unknownDependency` when it depends on an operation added through another coordinator; a
+    ///   transport error.
     public func addOperation(_ operation: RemoteOperation) throws(ClientError) {
+        try RemoteOperation.checkDependencies(of: [operation], coordinator: coordinator)
         try coordinator.submit([operation], queue: name)
     }
 
@@ -65,6 +68,7 @@ public final class RemoteOperationQueue: @unchecked Sendable, CustomStringConver
     /// - Throws: as ``addOperation(_:)``; a refused batch adds none of its operations.
     public func addOperations(_ operations: [RemoteOperation], waitUntilFinished wait: Bool) throws(ClientError) {
         guard !operations.isEmpty else { return }
+        try RemoteOperation.checkDependencies(of: operations, coordinator: coordinator)
         try coordinator.submit(operations, queue: name)
         if wait { for operation in operations { operation.waitUntilFinished() } }
     }
@@ -111,9 +115,11 @@ public final class RemoteOperationQueue: @unchecked Sendable, CustomStringConver
         do { _ = try waitUntilAllOperationsAreFinished(timeout: nil) } catch { remember(error) }
     }
 
-    /// Blocks until the queue has nothing unfinished or `timeout` seconds pass (nil = no limit);
-    /// returns whether it had finished.
+    /// Blocks until the queue has nothing unfinished or `timeout` seconds pass (nil, `.infinity` or more
+    /// than about 100 years = no limit); returns whether it had finished.
+    /// - Throws: the coordinator's refusal of a negative timeout or NaN; a transport error.
     public func waitUntilAllOperationsAreFinished(timeout: Double?) throws(ClientError) -> Bool {
+        let timeout = WaitDeadline.limit(timeout)
         let reply = try coordinator.request(timeout: timeout.map { $0 + coordinator.requestTimeout }) {
             $0.wait.queue = name
             if let timeout { $0.wait.timeoutSeconds = timeout }
