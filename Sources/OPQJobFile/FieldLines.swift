@@ -11,6 +11,13 @@ struct FieldLines: Sendable {
     /// Per operation index: `start << 32 | count` into `fields`/`lines`; 0 = no row.
     private var rows: [UInt64] = []
 
+    /// Makes room for `count` operations of a few fields each.
+    mutating func reserveCapacity(operations count: Int) {
+        fields.reserveCapacity(3 * count)
+        lines.reserveCapacity(3 * count)
+        rows.reserveCapacity(count)
+    }
+
     /// Appends the row of operation `index`, replacing any earlier one.
     mutating func setRow(_ index: Int, _ entries: some Sequence<(key: String, value: Int)>) {
         let start = fields.count
