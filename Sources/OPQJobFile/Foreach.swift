@@ -215,7 +215,7 @@ extension JobFileParser {
             throw reader.error(at: fields.keyNode("foreach"), "foreach", field: "foreach",
                                "\(items.count) items × \(templates.count) operations make more than \(Limits.maxOperationsPerSubmission) operations (split the job)")
         }
-        let group = ForeachGroup(items: items, line: NodeReader.line(of: fields.keyNode("foreach")!), names: Set(templates.map(\.name)))
+        let group = ForeachGroup(items: items, line: reader.line(of: fields.keyNode("foreach")!), names: Set(templates.map(\.name)))
         let groupIndex = foreachGroups.count
         foreachGroups.append(group)
         for (i, arguments) in items.enumerated() {
@@ -250,16 +250,24 @@ extension JobFileParser {
         var instances: [String: [String]] = [:]
         var groupOf: [String: Int] = [:]
         var plainNames: Set<String> = []
-        for index in operations.indices {
-            guard let (group, name) = foreachMembers[index] else { plainNames.insert(operations[index].name); continue }
-            instances[name, default: []].append(operations[index].name)
-            groupOf[name] = group
+        if !foreachMembers.isEmpty {
+            for index in operations.indices {
+                guard let (group, name) = foreachMembers[index] else { plainNames.insert(operations[index].name); continue }
+                instances[name, default: []].append(operations[index].name)
+                groupOf[name] = group
+            }
         }
         for index in operations.indices {
+            // Most operations name neither `NAME/*` nor a foreach template: nothing to rewrite.
+            let needsResolving = operations[index].dependencies.contains { dependency in
+                guard case .name(let name) = dependency else { return false }
+                return name.hasSuffix("/*") || groupOf[name] != nil
+            }
+            guard needsResolving else { continue }
             var resolved: [DependencyReference] = []
             for dependency in operations[index].dependencies {
                 guard case .name(let name) = dependency else { resolved.append(dependency); continue }
-                let line = fieldLines[index]?["after:\(name)"] ?? fieldLines[index]?["after"] ?? operationLines[index]
+                let line = fieldLines.line(index, "after:\(name)") ?? fieldLines.line(index, "after") ?? operationLines[index]
                 if name.hasSuffix("/*") {
                     let base = String(name.dropLast(2))
                     guard let all = instances[base] else {
@@ -268,7 +276,7 @@ extension JobFileParser {
                     }
                     for target in all {
                         resolved.append(.name(target))
-                        if fieldLines[index]?["after:\(target)"] == nil { fieldLines[index, default: [:]]["after:\(target)"] = line }
+                        if fieldLines.line(index, "after:\(target)") == nil { fieldLines[index, default: [:]]["after:\(target)"] = line }
                     }
                 } else if let group = groupOf[name], !plainNames.contains(name) {
                     let where_ = foreachGroups[group].line.map { " at line \($0)" } ?? ""

@@ -13,7 +13,7 @@ extension JobFile {
             let field = needs.cpus > capacity.cpus ? "cpus" : "memory"
             let offered = field == "cpus" ? "\(capacity.cpus) cpus" : "\(ByteSize.format(capacity.memory)) of memory"
             let needed = field == "cpus" ? "\(needs.cpus) cpus" : "\(ByteSize.format(needs.memory)) of memory"
-            return JobFileError(file: file, line: fieldLines[k]?[field] ?? operationLines[k],
+            return JobFileError(file: file, line: fieldLines.line(k, field) ?? operationLines[k],
                                 subject: spec.name.isEmpty ? "operation #\(k + 1)" : JobFileParser.subject(named: spec.name), field: field,
                                 message: "needs \(needed); \(workers) have \(offered), so it could never run (\(advice))")
         }

@@ -3,7 +3,7 @@ import OPQCore
 extension JobFile {
     /// Line of operation `index`'s `field` value, else of the operation.
     func line(ofOperation index: Int, field: String? = nil) -> Int? {
-        field.flatMap { fieldLines[index]?[$0] } ?? operationLines[index]
+        field.flatMap { fieldLines.line(index, $0) } ?? operationLines[index]
     }
 
     /// The core's refusal of this file's submission (by a local check or by a coordinator), located in the file.

@@ -23,9 +23,9 @@ extension JobFileParser {
             subject = Self.subject(named: name.string)
         }
         let fields = try reader.fields(node, subject, field: subject, allowed: Self.operationFields)
-        operationLines[k] = NodeReader.line(of: node)
+        operationLines[k] = reader.line(of: node)
         var lines: [String: Int] = [:]
-        for entry in fields.entries { lines[entry.key] = NodeReader.line(of: entry.value) }
+        for entry in fields.entries { lines[entry.key] = reader.line(of: entry.value) }
 
         var spec = OperationSpec(queue: defaults.queue, priority: defaults.priority, qualityOfService: defaults.qualityOfService,
                                  requires: defaults.requires, retries: defaults.retries, timeout: defaults.timeout)
@@ -38,7 +38,7 @@ extension JobFileParser {
         let kinds = fields.entries.filter { Self.workFields.contains($0.key) }
         if kinds.count > 1 {
             let first = kinds[0], second = kinds[1]
-            let firstLine = NodeReader.line(of: first.keyNode).map { " (line \($0))" } ?? ""
+            let firstLine = reader.line(of: first.keyNode).map { " (line \($0))" } ?? ""
             throw reader.error(at: second.keyNode, subject, field: second.key,
                                "'\(first.key)'\(firstLine) and '\(second.key)' are two kinds of work; an operation does one: "
                                    + "command, shell, commands or handler (or nothing)")
@@ -78,7 +78,7 @@ extension JobFileParser {
                 try reader.count(items.count, at: value, subject, field: key, maximum: Limits.maxCommandsPerOperation)
                 var commands: [Command] = []
                 for (i, item) in items.enumerated() {
-                    lines["commands[\(i)]"] = NodeReader.line(of: item)
+                    lines["commands[\(i)]"] = reader.line(of: item)
                     if case .scalar = item {
                         throw reader.error(at: item, subject, field: "commands[\(i)]",
                                            "commands[\(i)] must be a list of arguments (argv), e.g. [sha256sum, a.gz]")
@@ -97,7 +97,7 @@ extension JobFileParser {
                 for (name, node) in try reader.strings(value, subject, field: key, allowSingle: true, maxBytes: Limits.maxNameBytes,
                                                          what: "a list of operation names") {
                     spec.dependencies.append(.name(name))
-                    if lines["after:\(name)"] == nil { lines["after:\(name)"] = NodeReader.line(of: node) }
+                    if lines["after:\(name)"] == nil { lines["after:\(name)"] = reader.line(of: node) }
                 }
             case "requires": spec.requires = try requirement(value, subject)
             case "priority": spec.priority = try priority(value, subject)

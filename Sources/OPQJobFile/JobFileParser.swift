@@ -22,12 +22,12 @@ struct JobFileParser {
     static let queueFields = ["maxConcurrent", "suspended"]
     static let defaultFields = ["priority", "requires", "retries", "timeout", "env", "cwd", "qos", "cpus", "memory"]
 
-    let reader: NodeReader
+    var reader: NodeReader
     var defaults = OperationDefaults()
     var operations: [OperationSpec] = []
     var operationLines: [Int: Int] = [:]
     /// Per operation index: field (`name`, `timeout`, `after:NAME`, `commands[1]`) → line.
-    var fieldLines: [Int: [String: Int]] = [:]
+    var fieldLines = FieldLines()
     var queueLines: [String: Int] = [:]
     var queueSettings: [(queue: String, settings: QueueSettings)] = []
     /// The file's `foreach` groups, and which group and template name each operation made by one has.
@@ -39,7 +39,15 @@ struct JobFileParser {
     init(file: String) { reader = NodeReader(file: file) }
 
     /// Parses the whole document.
-    mutating func parse(_ root: Node?, endLine: Int) throws(JobFileError) {
+    mutating func parse(_ root: Node?) throws(JobFileError) {
+        let list = try parseTopLevel(root)
+        try parseItems(try operationItems(list))
+        try resolveForeachDependencies()
+    }
+
+    /// Reads everything but the items of `operations` (`queue`, `defaults`, `queues`, `after_jobs`) and
+    /// returns the `operations` node.
+    mutating func parseTopLevel(_ root: Node?) throws(JobFileError) -> Node {
         guard let root else {
             throw JobFileError(file: reader.file, line: 1, message: "the file is empty; a job file needs an 'operations' list")
         }
@@ -60,21 +68,32 @@ struct JobFileParser {
         guard let list = top["operations"] else {
             throw reader.error(at: root, nil, field: "operations", "no 'operations' list; a job file needs at least one operation")
         }
+        return list
+    }
+
+    /// The items of the `operations` list, refused when it is no list, empty or too long. `count`: how
+    /// many items the list holds when they are read elsewhere (``JSONOperationSlices``).
+    func operationItems(_ list: Node, count: Int? = nil) throws(JobFileError) -> Node.Sequence {
         guard case .sequence(let sequence) = list else {
             throw reader.error(at: list, nil, field: "operations", "operations must be a list, not \(NodeReader.describe(list))")
         }
-        try reader.count(sequence.count, at: list, nil, field: "operations", maximum: Limits.maxOperationsPerSubmission)
-        guard !sequence.isEmpty else {
+        let count = count ?? sequence.count
+        try reader.count(count, at: list, nil, field: "operations", maximum: Limits.maxOperationsPerSubmission)
+        guard count > 0 else {
             throw reader.error(at: list, nil, field: "operations", "the operations list is empty; a job needs at least one operation")
         }
-        for item in sequence {
+        return sequence
+    }
+
+    /// Parses items of the `operations` list, in file order.
+    mutating func parseItems(_ items: Node.Sequence) throws(JobFileError) {
+        for item in items {
             if case .mapping(let mapping) = item, mapping.contains(where: { $0.key.string == "foreach" }) {
                 try parseForeach(item)
             } else {
                 try parseOperation(item, index: operations.count)
             }
         }
-        try resolveForeachDependencies()
     }
 
     private mutating func parseDefaults(_ node: Node) throws(JobFileError) {
@@ -106,7 +125,7 @@ struct JobFileParser {
                 settings.maxConcurrent = try reader.int(node, subject, field: "maxConcurrent", in: -1...Limits.maxConcurrent)
             }
             if let node = fields["suspended"] { settings.isSuspended = try reader.bool(node, subject, field: "suspended") }
-            queueLines[name] = NodeReader.line(of: fields["maxConcurrent"] ?? keyNode)
+            queueLines[name] = reader.line(of: fields["maxConcurrent"] ?? keyNode)
             queueSettings.append((name, settings))
         }
     }

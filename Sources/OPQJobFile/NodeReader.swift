@@ -6,20 +6,26 @@ import Yams
 struct NodeReader {
     /// The file name used in errors.
     let file: String
+    /// Lines in the file before the text that was composed: 0 for a whole document, more for a slice of
+    /// a big JSON file's operations (``JSONOperationSlices``).
+    var lineOffset = 0
 
-    /// 1-based line where `node` starts (nil if Yams kept no mark).
-    static func line(of node: Node) -> Int? {
-        switch node {
-        case .scalar(let scalar): scalar.mark?.line
-        case .mapping(let mapping): mapping.mark?.line
-        case .sequence(let sequence): sequence.mark?.line
+    init(file: String) { self.file = file }
+
+    /// 1-based line in the file where `node` starts (nil if Yams kept no mark).
+    func line(of node: Node) -> Int? {
+        let mark: Mark? = switch node {
+        case .scalar(let scalar): scalar.mark
+        case .mapping(let mapping): mapping.mark
+        case .sequence(let sequence): sequence.mark
         @unknown default: nil
         }
+        return mark.map { $0.line + lineOffset }
     }
 
     /// An error located at `node`.
     func error(at node: Node?, _ subject: String?, field: String?, _ message: String) -> JobFileError {
-        JobFileError(file: file, line: node.flatMap(Self.line(of:)), subject: subject, field: field, message: message)
+        JobFileError(file: file, line: node.flatMap(line(of:)), subject: subject, field: field, message: message)
     }
 
     /// A short description of what `node` holds, for "must be X, not Y" messages.
@@ -117,7 +123,7 @@ struct NodeReader {
             let name = key.string
             try checkText(name, at: keyNode, subject, field: "key", maxBytes: Limits.maxNameBytes)
             if let first = seen[name] {
-                let firstLine = Self.line(of: first).map { " (first on line \($0))" } ?? ""
+                let firstLine = line(of: first).map { " (first on line \($0))" } ?? ""
                 throw error(at: keyNode, subject, field: name, "'\(name)' appears twice\(firstLine)")
             }
             if let allowed, !allowed.contains(name) {

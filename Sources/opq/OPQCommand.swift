@@ -100,9 +100,35 @@ struct OPQCommand: ParsableCommand {
                        + "; the commands are: " + names.joined(separator: ", "))
             Foundation.exit(ExitStatus.usage.rawValue)
         }
+        if arguments.first == "status", let command = StatusCommand.parsedByHand(Array(arguments.dropFirst())) { runExiting(command) }
+        if let command = parsedAlone(arguments) { runExiting(command) }
+        runExiting(nil, arguments)
+    }
+
+    /// The words that send a command line the whole way (``parseAsRoot(_:)``) even when its subcommand
+    /// parses alone: help, and what only the root answers.
+    static let wholeWayWords: Set<String> = ["help", "-h", "--help", "--version", "--generate-completion-script", "--experimental-dump-help"]
+
+    /// A subcommand without subcommands of its own (`opq status`, `opq submit FILE`) parsed alone, nil
+    /// when it does not parse so (a mistake, `--help`): then ``parseAsRoot(_:)`` reads the line again and
+    /// prints what it always did.
+    ///
+    /// Parsing the whole tree of commands reflects every subcommand's properties at each start
+    /// (issue 19: most of `opq status`'s time); a subcommand alone reflects only its own.
+    static func parsedAlone(_ arguments: [String]) -> (any ParsableCommand)? {
+        guard let name = arguments.first, !arguments.contains(where: wholeWayWords.contains),
+              let type = configuration.subcommands.first(where: { $0.configuration.commandName == name }),
+              type.configuration.subcommands.isEmpty
+        else { return nil }
+        return try? type.parse(Array(arguments.dropFirst())) as any ParsableCommand
+    }
+
+    /// Runs `command`, or else parses `arguments` from the root and runs what they name; exits.
+    static func runExiting(_ command: (any ParsableCommand)?, _ arguments: [String] = []) -> Never {
         do {
-            var command = try parseAsRoot(arguments)
+            var command = try command ?? parseAsRoot(arguments)
             try command.run()
+            Foundation.exit(0)
         } catch let status as ExitStatus {
             Foundation.exit(status.rawValue)
         } catch {

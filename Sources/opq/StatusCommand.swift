@@ -95,3 +95,40 @@ struct StatusCommand: ParsableCommand {
             + "\(counts.dispatched + counts.executing) running, \(counts.pending + counts.ready) waiting"
     }
 }
+
+extension StatusCommand {
+    /// `opq status [JOB] [--json]` with the global options, read without ArgumentParser: parsing even this
+    /// one command through it costs ≈ 13M instructions at start — the runtime's first protocol-conformance
+    /// lookups — about as much as the rest of the command (issue 19). Any other word (`--help`, a
+    /// mistake, `--`, a repeat) gives nil, and ArgumentParser reads the line as always, with its messages.
+    static func parsedByHand(_ arguments: [String]) -> StatusCommand? {
+        var values: [String: String] = [:]
+        var job: String?
+        var json = false
+        var rest = arguments[...]
+        while let word = rest.popFirst() {
+            if word == "--json", !json {
+                json = true
+            } else if let name = OPQCommand.globalOptionNames.first(where: { word == $0 || word.hasPrefix($0 + "=") }) {
+                let value = word == name ? rest.popFirst() : String(word.dropFirst(name.count + 1))
+                guard let value, !value.hasPrefix("-"), values[name] == nil else { return nil }
+                values[name] = value
+            } else if !word.hasPrefix("-"), job == nil {
+                job = word
+            } else {
+                return nil
+            }
+        }
+        var global = GlobalOptions()
+        global.coordinator = values["--coordinator"]
+        global.serverKey = values["--server-key"]
+        global.curveKey = values["--curve-key"]
+        // A key that cannot be read: ArgumentParser reports it, as always.
+        guard (try? global.validate()) != nil else { return nil }
+        var command = StatusCommand()
+        command.global = global
+        command.job = job
+        command.json = json
+        return command
+    }
+}
