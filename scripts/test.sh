@@ -28,24 +28,45 @@ swift build --build-tests
 #    on a two-node Slurm in network namespaces (about two minutes);
 # 7. ManyClientsTests (issue 11): ~10,000 client connections hold almost all of this process's descriptors
 #    (RLIMIT_NOFILE), so it runs alone (about 10 s).
+# Each phase's output also goes to a log; when a phase fails, what failed is printed again at the very end,
+# so the last lines of a CI log (often all a reader gets) name the failing tests and their messages.
+phase() { # phase NAME COMMAND...
+    local name=$1 log status
+    shift
+    log=$(mktemp "${TMPDIR:-/tmp}/opq-test-phase.XXXXXX")
+    set +e
+    "$@" 2>&1 | tee "$log"
+    status=${PIPESTATUS[0]}
+    set -e
+    if [ "$status" -ne 0 ]; then
+        echo
+        echo "== FAILED: phase '$name' (exit $status): $*"
+        echo "== what failed (from $log):"
+        grep -E -A4 '✘|recorded an issue|error: |[Ff]atal error|Crash|Test Case .* failed|Assertion failed' "$log" \
+            | grep -v -E '^(--|.*✔)' | tail -n 90 || true
+        echo "== FAILED: phase '$name' (exit $status)"
+        exit "$status"
+    fi
+    rm -f "$log"
+}
 heavy='RandomWorkload|DurabilityTests|CancelUnderLoadTests'
 fuzz='CoordinatorFuzzTests'
 deploy='InstallTests|SlurmTests'
 curve='CurveTests|NetnsTests'
 many='ManyClientsTests'
 units='^(OPQCoreTests|OPQRuntimeTests|OPQWorkerTests|OPQJobFileTests|OPQWireTests|OPQJournalTests|ZeroMQTests|OPQDashboardTests|OPQCoordinatorTests|OPQCoordinatorStateTests|OPQClientTests)\.'
-swift test --skip-build --filter "$units" --skip "$heavy|$fuzz|WorkerTrustTests|$curve|$deploy|$many"
-swift test --skip-build --filter '^(OPQEndToEndTests|OPQCLITests)\.' --skip "$heavy|$fuzz|WorkerTrustTests|$curve|$deploy|$many"
-swift test --skip-build --filter "$heavy"
-swift test --skip-build --filter WorkerTrustTests
-swift test --skip-build --filter "$curve"
-scripts/fuzz.sh --smoke
+phase "1a units" swift test --skip-build --filter "$units" --skip "$heavy|$fuzz|WorkerTrustTests|$curve|$deploy|$many"
+phase "1b processes and CLI" swift test --skip-build --filter '^(OPQEndToEndTests|OPQCLITests)\.' --skip "$heavy|$fuzz|WorkerTrustTests|$curve|$deploy|$many"
+phase "2 heavy" swift test --skip-build --filter "$heavy"
+phase "3 worker trust" swift test --skip-build --filter WorkerTrustTests
+phase "4 curve and netns" swift test --skip-build --filter "$curve"
+phase "5 fuzz smoke" scripts/fuzz.sh --smoke
 install_prefix=$(mktemp -d "${TMPDIR:-/tmp}/opq-install.XXXXXX")
 trap 'rm -rf "$install_prefix"' EXIT
 scripts/install.sh --prefix "$install_prefix" --scratch-path .build/install
-OPQ_INSTALL_PREFIX="$install_prefix" swift test --skip-build --filter InstallTests
-swift test --skip-build --filter SlurmTests
-swift test --skip-build --filter "$many"
+OPQ_INSTALL_PREFIX="$install_prefix" phase "6 install" swift test --skip-build --filter InstallTests
+phase "6 slurm" swift test --skip-build --filter SlurmTests
+phase "7 many clients" swift test --skip-build --filter "$many"
 echo "== opq-bench smoke runs (debug build: they check the benchmarks run, not the figures)"
 swift run --skip-build opq-bench --smoke
 swift run --skip-build opq-bench cluster --smoke
