@@ -4,9 +4,10 @@ import OPQWire
 /// A piece of a running operation's output pushed by the coordinator to a watch that asked for it
 /// (``CoordinatorClient/watch(_:includeOutput:)``, ``WatchUpdate/output(_:)``).
 ///
-/// Pieces of one stream come in offset order. Best effort: a piece the client could not take in time is
-/// skipped (the next one starts past where the last one ended: read the gap with
-/// ``CoordinatorClient/copyOutput(_:_:from:to:)``), and a piece sent again after a worker reconnected
+/// Pieces of one stream come in offset order. A piece may start past where the last one ended — the
+/// client could not take the bytes in time, or they were written before the watch started: the
+/// coordinator then sends an empty piece whose offset is where the stream has reached. Read the gap
+/// with ``CoordinatorClient/copyOutput(_:_:from:to:)``. A piece sent again after a worker reconnected
 /// repeats bytes (the same offsets).
 public struct OutputPiece: Sendable, Hashable {
     public var operation: OperationID

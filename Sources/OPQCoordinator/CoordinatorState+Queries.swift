@@ -105,6 +105,7 @@ extension CoordinatorState {
             }, identity: identity)
             for part in snapshot(of: scope, watch: requestID) { queueToClient(part, identity: identity) }
         }
+        if watcher.includesOutput { announceRunningOutput(to: watcher) }
         watchers[watcher.key] = watcher
     }
 

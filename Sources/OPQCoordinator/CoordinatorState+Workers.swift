@@ -200,6 +200,7 @@ extension CoordinatorState {
                 errorMessage: finished.errorMessage, worker: session.id.name, endedAt: now,
                 result: finished.hasResult ? finished.result.bytes(in: raw) : [])
             keep(output, for: id)
+            runningOutput[id] = nil
             actions.append(.spoolFinished(id, attempt: finished.attempt, totals: [finished.stdout.totalBytes, finished.stderr.totalBytes]))
             if isDurable, output.isWorthJournaling { actions.append(.journalOutput(output, of: id)) }
         case .progress(let progress):
@@ -220,6 +221,7 @@ extension CoordinatorState {
             }
             let bytes = chunk.bytes(in: raw)
             actions.append(.spoolOutput(chunk, bytes: bytes))
+            noteRunningOutput(chunk, count: bytes.count)
             pushOutput(chunk, bytes: bytes)
         case nil:
             break

@@ -46,6 +46,8 @@ struct CoordinatorState {
     var outputs: OutputStore
     /// Handlers' results, apart from the output (``keep(_:for:)``).
     var results = ResultStore()
+    /// How far the output of each running attempt that wrote some has come (``noteRunningOutput(_:count:)``).
+    var runningOutput: [OperationID: RunningOutput] = [:]
     /// Messages clients could not take yet (``ClientOutbox``: never drops a reply to an applied request;
     /// refuses requests from a client that does not read its replies).
     var clientBacklog: ClientOutbox
