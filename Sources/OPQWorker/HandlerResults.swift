@@ -63,7 +63,7 @@ extension RunRequest {
         switch work {
         case .command(let command): work = .command(passing(command))
         case .commands(let commands): work = .commands(commands.map(passing))
-        case .handler, .empty: break
+        case .handler, .handlers, .empty: break
         }
     }
 
