@@ -5,7 +5,7 @@ import OPQCore
 /// dependency's output files"), resolved once the whole file is read:
 ///
 /// - `{outputs.NAME}` in a dependant's `command`, `shell`, `commands`, `env` values, `inputs`,
-///   `outputs` or handler `payload` stands for the outputs of its dependency NAME (named in `after:`;
+///   `outputs`, handler `payload` or `handlers` payloads stands for the outputs of its dependency NAME (named in `after:`;
 ///   inside a `foreach`, the template name: `{outputs.encode}` is this item's `encode`, or every item's
 ///   with `after: [encode/*]`). A `command` word that is exactly the placeholder becomes one argument
 ///   per file; elsewhere the files are joined by spaces, each single-quoted in a `shell` script.
@@ -120,7 +120,15 @@ extension JobFileParser {
 
         var work = spec.work
         switch work {
-        case .empty, .handlers: break
+        case .empty: break
+        case .handlers(let calls):
+            var passed: [HandlerCall] = []
+            for (i, call) in calls.enumerated() {
+                let text = String(decoding: call.payload, as: UTF8.self)
+                guard text.contains(Self.outputsMarker) else { passed.append(call); continue }
+                passed.append(HandlerCall(call.name, text: try Self.expand(text, shell: false, field: "handlers[\(i)].payload", paths)))
+            }
+            work = .handlers(passed)
         case .handler(let name, let payload):
             let text = String(decoding: payload, as: UTF8.self)
             if text.contains(Self.outputsMarker) {
@@ -219,9 +227,11 @@ extension JobFileParser {
     /// Whether any text field of `spec` holds `{outputs.`.
     static func mentionsOutputs(_ spec: OperationSpec) -> Bool {
         func has(_ text: String) -> Bool { text.utf8.contains(UInt8(ascii: "{")) && text.contains(outputsMarker) }
+        func has(_ payload: [UInt8]) -> Bool { payload.contains(UInt8(ascii: "{")) && has(String(decoding: payload, as: UTF8.self)) }
         switch spec.work {
-        case .empty, .handlers: return false
-        case .handler(_, let payload): return payload.contains(UInt8(ascii: "{")) && has(String(decoding: payload, as: UTF8.self))
+        case .empty: return false
+        case .handler(_, let payload): return has(payload)
+        case .handlers(let calls): return calls.contains { has($0.payload) }
         case .command, .commands:
             return commands(of: spec).contains { command in
                 command.argv.contains(where: has) || command.environment.values.contains(where: has)

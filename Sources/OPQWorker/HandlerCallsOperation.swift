@@ -87,7 +87,14 @@ final class HandlerCallsOperation: AttemptOperation, @unchecked Sendable {
 
     /// The attempt's result once every block has finished.
     private func combined() -> AttemptResult {
-        let (results, firstFailure) = lock.withLock { (self.results.map { $0! }, failureOrder.first) }
+        var (results, firstFailure) = lock.withLock { (self.results.map { $0! }, failureOrder.first) }
+        if let index = firstFailure, let message = results[index].message {
+            // The failing block's own "opq-worker: MESSAGE" line: the attempt's message below repeats it.
+            let line = Array("opq-worker: \(message)\n".utf8)
+            if results[index].stderr.count >= line.count, Array(results[index].stderr.suffix(line.count)) == line {
+                results[index].stderr.removeLast(line.count)
+            }
+        }
         let stdout = Array(results.flatMap(\.stdout).suffix(TailBuffer.defaultCapacity))
         let stderr = Array(results.flatMap(\.stderr).suffix(TailBuffer.defaultCapacity))
         if isCancelled { return AttemptResult(AttemptResult.cancelled.report, stdout: stdout, stderr: stderr, message: "cancelled") }

@@ -150,3 +150,59 @@ import Testing
         #expect(try command(job, 1).environment.isEmpty)
     }
 }
+
+/// `handlers:` in a job file: several handler calls in one operation (README "Execution blocks").
+@Suite struct HandlerCallsParsingTests {
+    @Test func handlersAreReadInOrderWithTheirPayloadsAndExpandedPerItem() throws {
+        let job = try parse("""
+            operations:
+              - name: make
+                command: [touch, a.txt]
+                outputs: [a.txt]
+              - name: digests
+                after: [make]
+                handlers:
+                  - {handler: sha256, payload: "{outputs.make}"}
+                  - {handler: noop}
+              - foreach: [x, y]
+                operations:
+                  - name: pair
+                    handlers:
+                      - {handler: sleep, payload: "{#}"}
+                      - {handler: "echo-{}"}
+            """)
+        let ops = job.submission.operations
+        #expect(ops[1].work == .handlers([HandlerCall("sha256", text: "a.txt"), HandlerCall("noop")]))
+        #expect(ops[3].name == "pair/y")
+        #expect(ops[3].work == .handlers([HandlerCall("sleep", text: "2"), HandlerCall("echo-y")]))
+    }
+
+    @Test func mistakesInHandlersNameTheLineAndTheItem() {
+        func error(_ text: String) -> String? {
+            do {
+                _ = try parse(text)
+                return nil
+            } catch {
+                return "\(error)"
+            }
+        }
+        #expect(error("""
+            operations:
+              - name: a
+                handlers:
+                  - {handler: noop}
+                  - {payload: x}
+            """) == "jobs.yaml:5: operation 'a': handlers[1] needs 'handler': the name of a handler registered on workers")
+        #expect(error("""
+            operations:
+              - name: a
+                handlers: []
+            """) == "jobs.yaml:3: operation 'a': handlers must hold at least one handler call")
+        #expect(error("""
+            operations:
+              - name: a
+                handler: noop
+                handlers: [{handler: noop}]
+            """)?.contains("are two kinds of work") == true)
+    }
+}
