@@ -48,89 +48,83 @@ import Testing
         }
     }
 
+    /// Runs `body` with a fresh coordinator and worker (``start(_:)``) and a queue `blocks` on them; stops
+    /// everything afterwards, also when it throws.
+    private static func withQueue(_ body: (Meeting, TestCluster, RemoteOperationQueue) throws -> Void) throws {
+        let meeting = Meeting()
+        let (cluster, worker) = try start(meeting)
+        defer { cluster.stop() }
+        defer { stop(worker) }
+        let coordinator = try RemoteCoordinator(endpoint: cluster.clientsEndpoint, timeout: 20)
+        defer { coordinator.close() }
+        try body(meeting, cluster, RemoteOperationQueue(name: "blocks", coordinator: coordinator))
+    }
+
     private static func stop(_ worker: Worker) {
         worker.stop(handBack: true)
         #expect((try? worker.waitUntilStopped(timeout: 30)) == true, "the worker stopped")
     }
 
     @Test func theBlocksRunAtOnceOnOneSlotAndTheirResultsComeBackInOrder() throws {
-        let meeting = Meeting()
-        let (cluster, worker) = try Self.start(meeting)
-        defer { cluster.stop() }
-        defer { Self.stop(worker) }
-        let coordinator = try RemoteCoordinator(endpoint: cluster.clientsEndpoint, timeout: 20)
-        defer { coordinator.close() }
-        let queue = RemoteOperationQueue(name: "blocks", coordinator: coordinator)
+        try Self.withQueue { _, cluster, queue in
+            let operation = RemoteOperation()
+            try operation.addExecutionBlock(handler: "meet", text: "a")
+            try operation.addExecutionBlock(handler: "meet", text: "b")
+            try operation.addExecutionBlock(handler: "greet", text: "world")
+            #expect(operation.executionBlocks == [HandlerCall("meet", text: "a"), HandlerCall("meet", text: "b"), HandlerCall("greet", text: "world")])
+            try queue.addOperation(operation)
 
-        let operation = RemoteOperation()
-        try operation.addExecutionBlock(handler: "meet", text: "a")
-        try operation.addExecutionBlock(handler: "meet", text: "b")
-        try operation.addExecutionBlock(handler: "greet", text: "world")
-        #expect(operation.executionBlocks == [HandlerCall("meet", text: "a"), HandlerCall("meet", text: "b"), HandlerCall("greet", text: "world")])
-        try queue.addOperation(operation)
+            // Like Foundation's precondition, but a thrown error: nothing changes.
+            #expect {
+                try operation.addExecutionBlock(handler: "greet")
+            } throws: { error in
+                guard case .executionBlockRefused(_, let reason)? = error as? ClientError else { return false }
+                return reason.contains("already added to a queue")
+            }
+            #expect(operation.executionBlocks.count == 3)
 
-        // Like Foundation's precondition, but a thrown error: nothing changes.
-        #expect {
-            try operation.addExecutionBlock(handler: "greet")
-        } throws: { error in
-            guard case .executionBlockRefused(_, let reason)? = error as? ClientError else { return false }
-            return reason.contains("already added to a queue")
+            #expect(operation.waitUntilFinished(timeout: 120), "\(cluster.logs)")
+            #expect(operation.outcome == .succeeded, "\(cluster.logs)")
+            #expect(try operation.blockResults == [Data("met a".utf8), Data("met b".utf8), Data("hello world".utf8)])
+            #expect(try operation.result(as: [String].self) == ["met a", "met b", "hello world"])
         }
-        #expect(operation.executionBlocks.count == 3)
-
-        #expect(operation.waitUntilFinished(timeout: 120), "\(cluster.logs)")
-        #expect(operation.outcome == .succeeded, "\(cluster.logs)")
-        #expect(try operation.blockResults == [Data("met a".utf8), Data("met b".utf8), Data("hello world".utf8)])
-        #expect(try operation.result(as: [String].self) == ["met a", "met b", "hello world"])
     }
 
     @Test func aFailingBlockFailsTheOperationNamingTheBlockAndWhy() throws {
-        let meeting = Meeting()
-        let (cluster, worker) = try Self.start(meeting)
-        defer { cluster.stop() }
-        defer { Self.stop(worker) }
-        let coordinator = try RemoteCoordinator(endpoint: cluster.clientsEndpoint, timeout: 20)
-        defer { coordinator.close() }
-        let queue = RemoteOperationQueue(name: "blocks", coordinator: coordinator)
+        try Self.withQueue { _, cluster, queue in
+            // A handler operation becomes the first block.
+            let operation = RemoteOperation(handler: "greet", text: "x")
+            try operation.addExecutionBlock(handler: "fail")
+            try operation.addExecutionBlock(handler: "greet", text: "y")
+            try queue.addOperation(operation)
+            #expect(operation.waitUntilFinished(timeout: 120), "\(cluster.logs)")
+            #expect(operation.outcome == .failed)
+            #expect(operation.finishReason == .error)
+            let stderr = try operation.output().standardErrorText
+            #expect(stderr.contains("block 2 of 3 (handler 'fail') failed: "), "\(stderr)")
+            #expect(stderr.contains("disk on fire"), "\(stderr)")
 
-        // A handler operation becomes the first block.
-        let operation = RemoteOperation(handler: "greet", text: "x")
-        try operation.addExecutionBlock(handler: "fail")
-        try operation.addExecutionBlock(handler: "greet", text: "y")
-        try queue.addOperation(operation)
-        #expect(operation.waitUntilFinished(timeout: 120), "\(cluster.logs)")
-        #expect(operation.outcome == .failed)
-        #expect(operation.finishReason == .error)
-        let stderr = try operation.output().standardErrorText
-        #expect(stderr.contains("block 2 of 3 (handler 'fail') failed: "), "\(stderr)")
-        #expect(stderr.contains("disk on fire"), "\(stderr)")
-
-        let commands = RemoteOperation(command: ["true"])
-        #expect {
-            try commands.addExecutionBlock(handler: "greet")
-        } throws: { error in
-            guard case .executionBlockRefused(_, let reason)? = error as? ClientError else { return false }
-            return reason.contains("runs commands")
+            let commands = RemoteOperation(command: ["true"])
+            #expect {
+                try commands.addExecutionBlock(handler: "greet")
+            } throws: { error in
+                guard case .executionBlockRefused(_, let reason)? = error as? ClientError else { return false }
+                return reason.contains("runs commands")
+            }
         }
     }
 
     @Test func aCancelReachesEveryRunningBlock() throws {
-        let meeting = Meeting()
-        let (cluster, worker) = try Self.start(meeting)
-        defer { cluster.stop() }
-        defer { Self.stop(worker) }
-        let coordinator = try RemoteCoordinator(endpoint: cluster.clientsEndpoint, timeout: 20)
-        defer { coordinator.close() }
-        let queue = RemoteOperationQueue(name: "blocks", coordinator: coordinator)
-
-        let operation = RemoteOperation(executionBlocks: [HandlerCall("hold", text: "one"), HandlerCall("hold", text: "two")])
-        try queue.addOperation(operation)
-        #expect(meeting.held.wait(timeout: .now() + 60) == .success && meeting.held.wait(timeout: .now() + 60) == .success,
-                "both blocks run: \(cluster.logs)")
-        operation.cancel()
-        #expect(operation.waitUntilFinished(timeout: 60), "\(cluster.logs)")
-        #expect(operation.outcome == .cancelled)
-        #expect(meeting.cancelledBlocks == ["one", "two"], "the cancel reached both blocks")
+        try Self.withQueue { meeting, cluster, queue in
+            let operation = RemoteOperation(executionBlocks: [HandlerCall("hold", text: "one"), HandlerCall("hold", text: "two")])
+            try queue.addOperation(operation)
+            #expect(meeting.held.wait(timeout: .now() + 60) == .success && meeting.held.wait(timeout: .now() + 60) == .success,
+                    "both blocks run: \(cluster.logs)")
+            operation.cancel()
+            #expect(operation.waitUntilFinished(timeout: 60), "\(cluster.logs)")
+            #expect(operation.outcome == .cancelled)
+            #expect(meeting.cancelledBlocks == ["one", "two"], "the cancel reached both blocks")
+        }
     }
 }
 

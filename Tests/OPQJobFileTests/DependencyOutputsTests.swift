@@ -2,6 +2,16 @@ import OPQCore
 import OPQJobFile
 import Testing
 
+/// The error parsing `text` as `jobs.yaml` throws, or nil when it parses.
+private func parseError(_ text: String) -> JobFileError? {
+    do {
+        _ = try parse(text)
+        return nil
+    } catch {
+        return error as? JobFileError
+    }
+}
+
 /// A dependency's declared `outputs:` reach its dependants (docs/job-files.md "Passing a dependency's
 /// output files"): `{outputs.NAME}` placeholders, `OPQ_OUTPUT_<name>` / `OPQ_OUTPUTS_<name>`, inherited
 /// inputs for the up-to-date check, and errors naming the line, operation and field.
@@ -88,14 +98,7 @@ import Testing
     }
 
     @Test func aNameThatIsNoDependencyOrHasNoOutputsIsAnErrorNamingLineOperationAndField() {
-        func error(_ text: String) -> JobFileError? {
-            do {
-                _ = try parse(text)
-                return nil
-            } catch {
-                return error as? JobFileError
-            }
-        }
+        let error = parseError
         let notAfter = error("""
             operations:
               - name: a
@@ -178,14 +181,7 @@ import Testing
     }
 
     @Test func mistakesInHandlersNameTheLineAndTheItem() {
-        func error(_ text: String) -> String? {
-            do {
-                _ = try parse(text)
-                return nil
-            } catch {
-                return "\(error)"
-            }
-        }
+        func error(_ text: String) -> String? { parseError(text).map(\.description) }
         #expect(error("""
             operations:
               - name: a
