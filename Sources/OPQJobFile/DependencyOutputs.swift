@@ -28,7 +28,7 @@ extension JobFileParser {
         var declares = false
         var mentions = false
         for spec in operations {
-            if !declares, Self.commands(of: spec).contains(where: { !$0.outputs.isEmpty }) { declares = true }
+            if !declares, Self.declaresOutputs(spec) { declares = true }
             if !mentions, Self.mentionsOutputs(spec) { mentions = true }
             if declares && mentions { break }
         }
@@ -232,11 +232,21 @@ extension JobFileParser {
         case .empty: return false
         case .handler(_, let payload): return has(payload)
         case .handlers(let calls): return calls.contains { has($0.payload) }
-        case .command, .commands:
-            return commands(of: spec).contains { command in
-                command.argv.contains(where: has) || command.environment.values.contains(where: has)
-                    || command.inputs.contains(where: has) || command.outputs.contains(where: has)
-            }
+        case .command(let command): return has(command)
+        case .commands(let commands): return commands.contains(where: has)
+        }
+        func has(_ command: Command) -> Bool {
+            command.argv.contains(where: has) || command.environment.values.contains(where: has)
+                || command.inputs.contains(where: has) || command.outputs.contains(where: has)
+        }
+    }
+
+    /// Whether `spec` runs a command that declares outputs (no array is made: this runs once per operation).
+    static func declaresOutputs(_ spec: OperationSpec) -> Bool {
+        switch spec.work {
+        case .command(let command): !command.outputs.isEmpty
+        case .commands(let commands): commands.contains { !$0.outputs.isEmpty }
+        case .empty, .handler, .handlers: false
         }
     }
 }
