@@ -5,6 +5,10 @@ import OPQCore
 // handler calls (``OPQCore/Work/handlers(_:)``) that one worker runs at once (README "Execution blocks").
 
 extension RemoteOperation {
+    /// One execution block: a handler name and its payload (`OPQCore.HandlerCall`, named here so that a
+    /// program importing only Foundation and OPQClient can write it).
+    public typealias HandlerCall = OPQCore.HandlerCall
+
     /// An operation whose execution blocks are `calls`: each a handler registered on workers with its
     /// own payload, all run at once on one worker (Foundation's `BlockOperation`). Add more with
     /// ``addExecutionBlock(handler:payload:)`` before adding it to a queue.
