@@ -22,6 +22,10 @@ public enum ClientError: Error, CustomStringConvertible {
     case alreadyAdded(operation: String)
     /// A request that needs a submitted operation was made on one that was not added to a queue yet.
     case notSubmitted(operation: String)
+    /// An execution block could not be added (``RemoteOperation/addExecutionBlock(handler:payload:)``):
+    /// the operation was already added to a queue (Foundation raises an exception), or its work is not
+    /// handler calls. Nothing changed.
+    case executionBlockRefused(operation: String, reason: String)
 
     public var description: String {
         switch self {
@@ -43,6 +47,7 @@ public enum ClientError: Error, CustomStringConvertible {
         case .closed(let endpoint): "the connection to \(endpoint) was closed"
         case .alreadyAdded(let operation): "\(operation) was already added to a queue; an operation runs once"
         case .notSubmitted(let operation): "\(operation) has not been added to a queue yet"
+        case let .executionBlockRefused(operation, reason): "cannot add an execution block to \(operation): \(reason)"
         }
     }
 

@@ -6,6 +6,8 @@ extension RemoteOperation {
     /// Its handler's result, as the coordinator keeps it (NSInvocationOperation's `result`): the bytes
     /// the handler returned, apart from stdout and stderr; empty when it returned none, has not finished,
     /// or is not a handler. At most 1 MiB (README "Handler results"). Kept after a coordinator restart.
+    /// For an operation made of execution blocks: a JSON array of the blocks' results in order
+    /// (``blockResults`` decodes it; README "Execution blocks").
     /// - Throws: ``ClientError/notSubmitted(operation:)`` before it was added; a transport error.
     public var result: Data {
         get throws(ClientError) {

@@ -4,7 +4,8 @@ import OPQWire
 
 /// One operation run by a worker of a cluster: Foundation's `Operation`, across processes.
 ///
-/// Create it with its work (a command, several commands, a handler and payload, or nothing), set its
+/// Create it with its work (a command, several commands, a handler and payload, several handler calls
+/// — ``addExecutionBlock(handler:payload:)`` — or nothing), set its
 /// attributes and dependencies, and add it to a ``RemoteOperationQueue``. From then on the coordinator
 /// runs it, and its state (``isReady``, ``isExecuting``, ``isFinished``, ``outcome``…) follows the
 /// coordinator's event stream.

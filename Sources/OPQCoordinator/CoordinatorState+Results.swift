@@ -16,7 +16,7 @@ extension CoordinatorState {
     /// `Limits.maxDispatchResultBytes` in all.
     /// - Complexity: O(d) for d dependencies.
     func dependencyOutcomes(of id: OperationID, work: Work) -> [Opq_V1_DependencyOutcome] {
-        let isHandler = if case .handler = work { true } else { false }
+        let isHandler = switch work { case .handler, .handlers: true; default: false }
         guard isHandler || !results.isEmpty, let operation = core.operation(id), !operation.dependencies.isEmpty else { return [] }
         var budget = Limits.maxDispatchResultBytes
         return operation.dependencies.compactMap { dependency in

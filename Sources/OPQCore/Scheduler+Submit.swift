@@ -211,6 +211,8 @@ extension Scheduler {
             }
         case .handler(let name, _):
             if name.isEmpty { throw invalid("handler", "must be a handler name") }
+        case .handlers(let calls):
+            if let (field, problem) = Limits.handlerCallsProblem(calls) { throw invalid(field, problem) }
         }
     }
 

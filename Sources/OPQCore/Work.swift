@@ -35,6 +35,10 @@ public enum Work: Hashable, Sendable {
     case commands([Command])
     /// An in-process handler registered on workers under `name`, given `payload`.
     case handler(name: String, payload: [UInt8])
+    /// Several handler calls run at once on one worker (Foundation's `BlockOperation` with
+    /// `addExecutionBlock`); it finishes when all have, and succeeds only if all succeed. Its result is
+    /// the calls' results in order (``HandlerCall/combinedResult(_:)``).
+    case handlers([HandlerCall])
 
     /// True for `.empty`.
     public var isEmpty: Bool { if case .empty = self { true } else { false } }
@@ -50,7 +54,7 @@ public enum Work: Hashable, Sendable {
         switch self {
         case .command(let command): return .command(set(command))
         case .commands(let commands): return .commands(commands.map(set))
-        case .empty, .handler: return self
+        case .empty, .handler, .handlers: return self
         }
     }
 }

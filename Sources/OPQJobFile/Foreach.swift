@@ -121,6 +121,13 @@ struct ForeachGroup {
         case .handler(let name, let payload):
             let text = try expand(String(decoding: payload, as: UTF8.self), arguments, sequence, field: "payload")
             spec.work = .handler(name: try expand(name, arguments, sequence, field: "handler"), payload: Array(text.utf8))
+        case .handlers(let calls):
+            var expanded: [HandlerCall] = []
+            for call in calls {
+                let text = try expand(String(decoding: call.payload, as: UTF8.self), arguments, sequence, field: "payload")
+                expanded.append(HandlerCall(try expand(call.name, arguments, sequence, field: "handlers"), text: text))
+            }
+            spec.work = .handlers(expanded)
         }
         var dependencies: [DependencyReference] = []
         for dependency in spec.dependencies {

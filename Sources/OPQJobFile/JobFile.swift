@@ -62,6 +62,7 @@ public struct JobFile: Sendable {
             let root = try compose(text, file: file, isJSON: isJSON, reader: parser.reader, maxNodes: maxNodes(text))
             try parser.parse(root)
         }
+        try parser.passDependencyOutputs()
         let job = JobFile(file: file, submission: Submission(parser.operations, queueSettings: parser.queueSettings),
                           operationLines: parser.operationLines, fieldLines: parser.fieldLines, queueLines: parser.queueLines,
                           afterJobs: parser.afterJobs)

@@ -3,11 +3,11 @@ import Yams
 
 extension JobFileParser {
     static let operationFields = [
-        "name", "command", "shell", "commands", "handler", "payload", "after", "requires", "priority", "qos",
+        "name", "command", "shell", "commands", "handler", "payload", "handlers", "after", "requires", "priority", "qos",
         "retries", "timeout", "env", "cwd", "labels", "queue", "barrier", "inputs", "outputs", "cpus", "memory",
     ]
     /// The keys that say what an operation does; at most one per operation.
-    static let workFields = ["command", "shell", "commands", "handler"]
+    static let workFields = ["command", "shell", "commands", "handler", "handlers"]
 
     /// How errors name an operation: `operation 'NAME'`, a long name cut to 80 characters.
     static func subject(named name: String) -> String {
@@ -93,6 +93,8 @@ extension JobFileParser {
                     try reader.string(node, subject, field: "payload", allowsNUL: true)  // bytes for the handler, never cut
                 } ?? ""
                 spec.work = .handler(name: name, payload: Array(payload.utf8))
+            case "handlers":
+                spec.work = .handlers(try handlerCalls(value, subject, lines: &lines))
             case "after":
                 for (name, node) in try reader.strings(value, subject, field: key, allowSingle: true, maxBytes: Limits.maxNameBytes,
                                                          what: "a list of operation names") {

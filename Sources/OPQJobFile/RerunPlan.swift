@@ -50,6 +50,8 @@ public enum RerunPlan {
         case .command(let one): "command " + command(one)
         case .commands(let many): "commands " + many.map(command).joined(separator: "|")
         case .handler(let name, let payload): "handler \(name.utf8.count):\(name) " + payload.map { String($0, radix: 16) }.joined(separator: ",")
+        case .handlers(let calls):
+            "handlers " + calls.map { "\($0.name.utf8.count):\($0.name) " + $0.payload.map { String($0, radix: 16) }.joined(separator: ",") }.joined(separator: "|")
         }
         let labels = spec.labels.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: ",")
         return [work, "queue \(spec.queue)", "labels \(labels)", "requires \(spec.requires)", "timeout \(spec.timeout.map { "\($0)" } ?? "-")",

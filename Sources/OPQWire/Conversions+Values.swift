@@ -167,6 +167,7 @@ extension Opq_V1_Work {
         case .command(let command): kind = .command(Opq_V1_Command(command))
         case .commands(let commands): kind = .commands(.with { $0.commands = commands.map(Opq_V1_Command.init) })
         case let .handler(name, payload): kind = .handler(.with { $0.name = name; $0.payload = Data(payload) })
+        case .handlers(let calls): kind = .handlers(.with { $0.calls = calls.map { call in .with { $0.name = call.name; $0.payload = Data(call.payload) } } })
         }
     }
 }
@@ -179,6 +180,7 @@ extension Work {
         case .command(let command): self = .command(Command(command))
         case .commands(let list): self = .commands(list.commands.map(Command.init))
         case .handler(let handler): self = .handler(name: handler.name, payload: [UInt8](handler.payload))
+        case .handlers(let list): self = .handlers(list.calls.map { HandlerCall($0.name, payload: [UInt8]($0.payload)) })
         }
     }
 }

@@ -125,6 +125,17 @@ enum Check {
             }
         case .handler(let handler):
             try name(handler.name, path() + ".handler.name", allowEmpty: !strict)
+        case .handlers(let list):
+            try count(list.calls.count, path() + ".handlers.calls", minimum: strict ? 1 : 0, maximum: Limits.maxHandlerCallsPerOperation)
+            var bytes = 0
+            for (k, call) in list.calls.enumerated() {
+                try name(call.name, "\(path()).handlers.calls[\(k)].name", allowEmpty: !strict)
+                bytes += call.payload.count
+                if bytes > Limits.maxHandlerCallPayloadBytes {
+                    throw .invalidField("\(path()).handlers.calls[\(k)].payload", problem: "brings the payloads to \(bytes) bytes; "
+                        + "at most \(Limits.maxHandlerCallPayloadBytes) (16 MiB) are allowed in one operation's handler calls")
+                }
+            }
         }
     }
 

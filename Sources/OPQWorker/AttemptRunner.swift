@@ -244,6 +244,14 @@ public final class AttemptRunner: @unchecked Sendable {
             } catch {
                 return FailedOperation(key: request.key, .error("handler '\(name)' rejected its payload: \(error)"))
             }
+        case .handlers(let calls):
+            // Each block is made as the handler operation it would be alone (HandlerCallsOperation).
+            let blocks = calls.map { call in
+                var single = request
+                single.work = .handler(name: call.name, payload: call.payload)
+                return makeOperation(single)
+            }
+            return HandlerCallsOperation(key: request.key, operationName: request.name, calls: calls, blocks: blocks)
         }
     }
 }

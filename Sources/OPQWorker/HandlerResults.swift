@@ -63,7 +63,7 @@ extension RunRequest {
         switch work {
         case .command(let command): work = .command(passing(command))
         case .commands(let commands): work = .commands(commands.map(passing))
-        case .handler, .empty: break
+        case .handler, .handlers, .empty: break
         }
     }
 
@@ -71,7 +71,7 @@ extension RunRequest {
     /// `OPQ_RESULT_` and the name with every character other than an ASCII letter, digit or `_` as `_`
     /// (`checksum` → `OPQ_RESULT_checksum`, `make-thumb` → `OPQ_RESULT_make_thumb`).
     public static func resultVariable(for name: String) -> String {
-        "OPQ_RESULT_" + String(name.unicodeScalars.map { $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0) || $0 == "_") ? Character($0) : "_" })
+        DependencyVariable.name("OPQ_RESULT_", name)
     }
 }
 

@@ -166,6 +166,7 @@ struct ShowCommand: ParsableCommand {
             return ["command": command.argv]
         case .commands(let list): return ["commands": list.map(\.argv)]
         case .handler(let name, _): return ["handler": name]
+        case .handlers(let calls): return ["handlers": calls.map(\.name)]
         case .empty: return [:]
         }
     }
@@ -179,6 +180,7 @@ struct ShowCommand: ParsableCommand {
         case .command(let command): return line(command)
         case .commands(let list): return list.map(line).joined(separator: " && ")
         case .handler(let name, _): return "handler \(name)"
+        case .handlers(let calls): return calls.map { "handler \($0.name)" }.joined(separator: " & ")
         case .empty: return nil
         }
     }

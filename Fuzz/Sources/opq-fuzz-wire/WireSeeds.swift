@@ -65,12 +65,14 @@ enum WireSeeds {
         handler.work = Opq_V1_Work(.handler(name: "echo", payload: [1, 2, 3]))
         var list = dispatch
         list.work = Opq_V1_Work(.commands([command, Command(["true"])]))
+        var calls = dispatch
+        calls.work = Opq_V1_Work(.handlers([HandlerCall("echo", payload: [1]), HandlerCall("sha256", text: "x")]))
         return [
             ("welcome", .with {
                 $0.welcome = .with { $0.protocolVersion = 1; $0.heartbeatIntervalSeconds = 1; $0.liveness = 3; $0.coordinatorID = "c" }
                 $0.reportsDurable = 4
             }),
-            ("dispatch", .orders([.dispatch(dispatch), .dispatch(handler), .dispatch(list)])),
+            ("dispatch", .orders([.dispatch(dispatch), .dispatch(handler), .dispatch(list), .dispatch(calls)])),
             ("kill", .orders([.kill(Opq_V1_Kill(OperationID(5), attempt: 1, reason: .cancel, grace: 2))])),
             ("disconnect", .disconnect(.missingField("WorkerMessage.body"))),
         ]

@@ -793,6 +793,15 @@ public nonisolated struct Opq_V1_Work: Sendable {
     set {kind = .handler(newValue)}
   }
 
+  /// Several handler calls run at once (BlockOperation's addExecutionBlock).
+  public var handlers: Opq_V1_HandlerList {
+    get {
+      if case .handlers(let v)? = kind {return v}
+      return Opq_V1_HandlerList()
+    }
+    set {kind = .handlers(newValue)}
+  }
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public nonisolated enum OneOf_Kind: Equatable, Sendable {
@@ -802,8 +811,25 @@ public nonisolated struct Opq_V1_Work: Sendable {
     case commands(Opq_V1_CommandList)
     /// An in-process handler.
     case handler(Opq_V1_HandlerWork)
+    /// Several handler calls run at once (BlockOperation's addExecutionBlock).
+    case handlers(Opq_V1_HandlerList)
 
   }
+
+  public init() {}
+}
+
+/// Several in-process handler calls run concurrently on one worker; succeeds only if all succeed. Its
+/// result is a JSON array of the calls' results in order (README "Execution blocks").
+public nonisolated struct Opq_V1_HandlerList: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  /// At least one, at most 1024; payloads at most 16 MiB in all.
+  public var calls: [Opq_V1_HandlerWork] = []
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
 }
@@ -3852,7 +3878,7 @@ nonisolated extension Opq_V1_HandlerWork: SwiftProtobuf.Message, SwiftProtobuf._
 
 nonisolated extension Opq_V1_Work: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".Work"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}command\0\u{1}commands\0\u{1}handler\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}command\0\u{1}commands\0\u{1}handler\0\u{2}w\u{8}handlers\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -3899,6 +3925,19 @@ nonisolated extension Opq_V1_Work: SwiftProtobuf.Message, SwiftProtobuf._Message
           self.kind = .handler(v)
         }
       }()
+      case 570: try {
+        var v: Opq_V1_HandlerList?
+        var hadOneofValue = false
+        if let current = self.kind {
+          hadOneofValue = true
+          if case .handlers(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.kind = .handlers(v)
+        }
+      }()
       default: break
       }
     }
@@ -3922,6 +3961,10 @@ nonisolated extension Opq_V1_Work: SwiftProtobuf.Message, SwiftProtobuf._Message
       guard case .handler(let v)? = self.kind else { preconditionFailure() }
       try visitor.visitSingularMessageField(value: v, fieldNumber: 3)
     }()
+    case .handlers?: try {
+      guard case .handlers(let v)? = self.kind else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 570)
+    }()
     case nil: break
     }
     try unknownFields.traverse(visitor: &visitor)
@@ -3929,6 +3972,36 @@ nonisolated extension Opq_V1_Work: SwiftProtobuf.Message, SwiftProtobuf._Message
 
   public static func ==(lhs: Opq_V1_Work, rhs: Opq_V1_Work) -> Bool {
     if lhs.kind != rhs.kind {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Opq_V1_HandlerList: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".HandlerList"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}{\u{8}calls\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 571: try { try decoder.decodeRepeatedMessageField(value: &self.calls) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.calls.isEmpty {
+      try visitor.visitRepeatedMessageField(value: self.calls, fieldNumber: 571)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Opq_V1_HandlerList, rhs: Opq_V1_HandlerList) -> Bool {
+    if lhs.calls != rhs.calls {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
