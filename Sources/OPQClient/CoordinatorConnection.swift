@@ -22,6 +22,8 @@ public enum ClientError: Error, CustomStringConvertible {
     case alreadyAdded(operation: String)
     /// A request that needs a submitted operation was made on one that was not added to a queue yet.
     case notSubmitted(operation: String)
+    /// ``CoordinatorClient/nextWatchUpdate(until:interruption:)`` was called with no watch started.
+    case notWatching
 
     public var description: String {
         switch self {
@@ -43,6 +45,7 @@ public enum ClientError: Error, CustomStringConvertible {
         case .closed(let endpoint): "the connection to \(endpoint) was closed"
         case .alreadyAdded(let operation): "\(operation) was already added to a queue; an operation runs once"
         case .notSubmitted(let operation): "\(operation) has not been added to a queue yet"
+        case .notWatching: "nextWatchUpdate was called before watch(_:): start a watch first, then read its updates"
         }
     }
 
