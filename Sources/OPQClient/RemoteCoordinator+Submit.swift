@@ -14,7 +14,11 @@ import OPQWire
 //
 // A connection that closes gives up the reservations it still holds (its operations were never added):
 // their dependants go on as if the operation had finished `cancelled` — Foundation's rule lets them run,
-// `requires: .success` cancels them.
+// `requires: .success` cancels them. A program that ends without closing (killed, crashed) cannot: each
+// reservation holds a lease on the coordinator (`opq-coordinator --reservation-lease`, 30 s by default),
+// renewed here every third of it for all reservations held in one request; the coordinator gives up a
+// reservation whose lease ran out, with the same effect. A reservation the coordinator says is gone (it
+// expired while this program was stopped) is forgotten: its operation, added later, takes nothing up.
 
 extension RemoteCoordinator {
     /// The reservation held for an operation not added to any queue yet (kept alive here: it may be
@@ -177,11 +181,52 @@ extension RemoteCoordinator {
         }
     }
 
-    /// Asks the coordinator for `count` reservations.
+    /// Asks the coordinator for `count` reservations, and keeps renewing their lease.
     private func reserve(_ count: Int) throws(ClientError) -> [OperationID] {
         let reply = try request(timeout: requestTimeout) { $0.reserve.count = UInt32(count) }.reply
         guard reply.reserved.ids.count == count else { throw .malformed(.missingField("Reply.reserved.ids")) }
+        renewEvery(lease: reply.reserved.leaseSeconds)
         return reply.reserved.ids.map(OperationID.init)
+    }
+
+    /// Renews the reservations held every third of `lease` seconds (the coordinator's lease; 0 = none),
+    /// from a timer of this connection (restarted when the lease changes, stopped when it closes).
+    private func renewEvery(lease: Double) {
+        let interval = lease / 3
+        lock.withLock {
+            guard lease > 0, !renewalClosed, renewal?.interval != interval else { return }
+            renewal?.timer.cancel()
+            let timer = DispatchSource.makeTimerSource(queue: .global())
+            timer.schedule(deadline: .now() + interval, repeating: interval, leeway: .milliseconds(Int(interval * 100)))
+            timer.setEventHandler { [weak self] in self?.renewReservations() }
+            timer.resume()
+            renewal = (timer, interval)
+        }
+    }
+
+    /// Sends one `RenewReservations` with every reservation held (nothing when none is); forgets those
+    /// the coordinator says are gone.
+    private func renewReservations() {
+        let held = lock.withLock { reservations.values.map(\.id.rawValue) }
+        guard !held.isEmpty else { return }
+        loop.send({ $0.renewReservations.ids = held }) { [weak self] result in
+            guard let self, case .success(let answer) = result else { return }
+            let renewed = answer.reply.renewed
+            if !renewed.gone.isEmpty {
+                let gone = Set(renewed.gone)
+                lock.withLock { reservations = reservations.filter { !gone.contains($0.value.id.rawValue) } }
+            }
+            renewEvery(lease: renewed.leaseSeconds)
+        }
+    }
+
+    /// Stops renewing (the connection is closing).
+    func stopRenewing() {
+        lock.withLock {
+            renewalClosed = true
+            renewal?.timer.cancel()
+            renewal = nil
+        }
     }
 
     /// Gives a reservation up without waiting (its dependants go on as if it finished `cancelled`).
@@ -192,6 +237,7 @@ extension RemoteCoordinator {
     /// Gives up every reservation still held, waiting (at most `timeout` seconds) until the coordinator
     /// has them: the connection is closing, so their operations will never be added through it.
     func giveUpReservations(timeout: Double) {
+        stopRenewing()
         let held = lock.withLock {
             defer { reservations = [:] }
             return reservations.values.map(\.id)

@@ -19,7 +19,7 @@ import ZeroMQ
 ///
 /// Thread-safe. ``close()`` (or the last reference going away) ends the connection; requests still
 /// waiting then throw ``ClientError/closed(endpoint:)``.
-// @unchecked Sendable: `tracking`, `reservations` and `inFlight` are read and changed only under `lock`; the socket belongs to `loop`'s thread.
+// @unchecked Sendable: `tracking`, `reservations`, `inFlight` and the renewal are read and changed only under `lock`; the socket belongs to `loop`'s thread.
 public final class RemoteCoordinator: @unchecked Sendable {
     /// The coordinator's client endpoint, e.g. `tcp://127.0.0.1:7131` or `ipc:///run/opq/clients`.
     public let endpoint: String
@@ -38,6 +38,10 @@ public final class RemoteCoordinator: @unchecked Sendable {
     var reservations: [ObjectIdentifier: Reservation] = [:]
     /// Operations whose submission was sent and not answered yet.
     var inFlight = Set<ObjectIdentifier>()
+    /// The timer renewing the reservations' lease, and its interval (`RemoteCoordinator+Submit.swift`).
+    var renewal: (timer: any DispatchSourceTimer, interval: Double)?
+    /// Set when the connection closes: no renewal starts after.
+    var renewalClosed = false
 
     /// Connects to the coordinator at `endpoint` and starts its event stream.
     ///

@@ -105,4 +105,43 @@ import Testing
         live.finish(c)
         #expect(a.outcome == .succeeded && b.outcome == .succeeded && c.outcome == .succeeded)
     }
+
+    /// A program killed with SIGKILL cannot give its reservations up; their lease runs out instead. Here
+    /// the real example program (`opq-example-forward-dependency`) adds "report", which waits for an
+    /// operation it never adds, and another client depends on that reservation with `requires: success`.
+    /// While the program lives it renews the lease (the reservation outlives it); once killed, the
+    /// coordinator gives the reservation up: the other client's dependant ends cancelled and "report" runs.
+    @Test func aKilledProgramsReservationsAreGivenUpWhenTheirLeaseRunsOut() throws {
+        let lease = 3.0
+        let cluster = try TestCluster()
+        defer { cluster.stop() }
+        try cluster.startCoordinator(["--reservation-lease", "\(lease)"])
+        try cluster.startWorker("w1")
+        let program = try ChildProcess(
+            BuiltProducts.path("opq-example-forward-dependency"), ["--clients", cluster.clientsEndpoint], name: "program",
+            environment: TestCluster.environment(cluster.directory), stdinPipe: true, stdout: .capture)
+        defer { program.kill() }
+        #expect(program.waitForOutput("waits for data", within: 60), "the program did not add its operation: \(program.tail())")
+        let line = try #require(program.output.split(separator: "\n").first { $0.hasSuffix("waits for data") })
+        let report = try #require(OperationID(parsing: String(line.split(separator: " ")[1])))
+
+        let client = try CoordinatorClient(endpoint: cluster.clientsEndpoint)
+        let blockers = try client.operation(report).blockers.flatMap(\.operations)
+        let reservation = try #require(blockers.first { $0.isReservation }, "report waits on a reservation: \(blockers)")
+        let strict = try client.submit(Submission([
+            OperationSpec(name: "strict", work: .command(Command(["true"])), dependencies: [.id(reservation)], requires: .success),
+        ])).operations[0]
+
+        // Longer than the lease: the live program renews it, so nothing moves.
+        #expect(try client.wait(for: .operation(strict), timeout: lease + 1) == .timedOut, "given up while its program lives")
+        #expect(try client.operation(report).state == .pending)
+
+        // SIGKILL alone: kill() would close its standard input first, and at end of input it adds "data".
+        program.signal(SIGKILL)
+        #expect(program.waitForExit(within: 30) != nil)
+        #expect(try client.wait(for: .operation(strict), timeout: 60) == .finished, "\(cluster.logs)")
+        #expect(try client.operation(strict).outcome == .cancelled)
+        #expect(try client.wait(for: .operation(report), timeout: 60) == .finished, "\(cluster.logs)")
+        #expect(try client.operation(report).outcome == .succeeded)
+    }
 }
