@@ -43,8 +43,8 @@ extension RemoteCoordinator {
         while true {
             do {
                 return try submitClaimed(operations, queue: queue)
-            } catch let error where attempt < Self.submitAttempts && Self.isStaleReservation(error) {
-                attempt += 1  // a dependency was added meanwhile and took its reservation up: resolve again
+            } catch let error where attempt < Self.submitAttempts && forgetEndedReservation(error, submitting: operations) {
+                attempt += 1  // a reservation ended meanwhile (taken up by another thread, or given up): resolve again
             } catch {
                 for operation in operations { operation.unclaim() }
                 throw error
@@ -141,13 +141,27 @@ extension RemoteCoordinator {
         }
     }
 
-    /// Whether `error` refuses a reservation that is no longer open: its operation was added meanwhile
-    /// (by another thread), so the reference must be resolved again.
-    static func isStaleReservation(_ error: ClientError) -> Bool {
+    /// Whether `error` refuses a reservation that is no longer open, so the references must be resolved
+    /// again: its operation was added meanwhile (by another thread), or the coordinator gave it up (a
+    /// cancel of `op-rN` by anyone, or its lease ran out while this program was stopped). A reservation
+    /// still held for it is forgotten: the operation, added later, takes nothing up, and what depends on
+    /// it from now on gets a fresh reservation. `operations` is the batch being submitted, if any.
+    func forgetEndedReservation(_ error: ClientError, submitting operations: [RemoteOperation] = []) -> Bool {
         guard let refusal = error.refusal else { return false }
-        if refusal.code == .unknownOperation { return OperationID(refusal.operation).isReservation }
-        if refusal.code == .unknownDependency, case .id(let id)? = refusal.reference { return id.isReservation }
-        return false
+        let ended: OperationID
+        if refusal.code == .unknownOperation, OperationID(refusal.operation).isReservation {
+            ended = OperationID(refusal.operation)
+        } else if refusal.code == .unknownDependency, case .id(let id)? = refusal.reference, id.isReservation {
+            ended = id
+        } else if refusal.code == .invalidField, refusal.field == "reservation", let k = refusal.index, k < operations.count {
+            // The operation being added carried a reservation that ended (Scheduler's submit check).
+            lock.withLock { reservations[ObjectIdentifier(operations[k])] = nil }
+            return true
+        } else {
+            return false
+        }
+        lock.withLock { reservations = reservations.filter { $0.value.id != ended } }
+        return true
     }
 
     /// What the coordinator knows each of `targets` by: its id once added, else its reservation (made
@@ -272,7 +286,7 @@ extension RemoteCoordinator {
         while true {
             do {
                 return try changeEdge(adding: true, dependantID, on: references(to: [dependency])[0])
-            } catch let error where attempt < Self.submitAttempts && Self.isStaleReservation(error) {
+            } catch let error where attempt < Self.submitAttempts && forgetEndedReservation(error) {
                 attempt += 1
             }
         }
@@ -287,7 +301,7 @@ extension RemoteCoordinator {
             guard let target else { return }  // never depended on through the coordinator
             do {
                 return try changeEdge(adding: false, dependantID, on: target)
-            } catch let error where attempt < Self.submitAttempts && Self.isStaleReservation(error) {
+            } catch let error where attempt < Self.submitAttempts && forgetEndedReservation(error) {
                 attempt += 1
                 lock.withLock { while inFlight.contains(ObjectIdentifier(dependency)) { lock.wait() } }
             }
