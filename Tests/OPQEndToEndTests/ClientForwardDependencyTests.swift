@@ -85,6 +85,29 @@ import Testing
         #expect(Evidence.lines(file) == ["later", "waiting"])
     }
 
+    /// A restarted coordinator gives the reservations it recovered a full lease, and the live program
+    /// renews them through the new instance: longer than a lease after the restart, the dependant still
+    /// waits (not cancelled under `requires: .success`), and runs once the awaited operation is added.
+    @Test func aLiveProgramKeepsItsReservationsThroughACoordinatorRestart() throws {
+        let lease = ["--reservation-lease", "5"]
+        let live = try ClientCluster(workers: [1], coordinatorArguments: lease)
+        defer { live.stop() }
+        let queue = live.queue()
+        let file = live.path("log")
+        let later = RemoteOperation(command: Script.append("later", to: file))
+        let waiting = RemoteOperation(command: Script.append("waiting", to: file))
+        waiting.requires = .success
+        try waiting.addDependency(later)
+        try queue.addOperation(waiting)
+        live.cluster.killCoordinator()
+        try live.cluster.startCoordinator(lease)
+        let client = try CoordinatorClient(endpoint: live.cluster.clientsEndpoint)
+        #expect(try client.wait(for: .operation(try #require(waiting.id)), timeout: 7) == .timedOut, "given up after the restart")
+        try queue.addOperation(later)
+        try live.drain(queue)  // asks the coordinator (this connection's event stream predates the restart)
+        #expect(Evidence.lines(file) == ["later", "waiting"])
+    }
+
     @Test func aThrowingAddChangesNothingAndTheOperationCanBeAddedOnceFixed() throws {
         let live = try ClientCluster(workers: [1])
         defer { live.stop() }
