@@ -58,12 +58,11 @@ extension CoordinatorState {
         }
         leases.deadlines = leased
         leases.nextCheck = next
-        for id in expired {
-            logger.info("reservation given up: its lease ran out (the client that made it is gone)", metadata: [
-                "reservation": "\(id)", "lease.seconds": "\(configuration.reservationLease)",
-            ])
-            _ = try? core.cancel(id, at: now)
-        }
+        guard let first = expired.first else { return }
+        logger.info("reservations given up: their lease ran out (the client that made them is gone)", metadata: [
+            "reservations": "\(expired.count)", "first": "\(first)", "lease.seconds": "\(configuration.reservationLease)",
+        ])
+        for id in expired { _ = try? core.cancel(id, at: now) }
     }
 }
 
