@@ -42,6 +42,8 @@ public final class RemoteCoordinator: @unchecked Sendable {
     var renewal: (timer: any DispatchSourceTimer, interval: Double)?
     /// Set when the connection closes: no renewal starts after.
     var renewalClosed = false
+    /// The timer that asks for the watch again after a silence (`checkWatch()`, a coordinator restart).
+    var watchCheck: (any DispatchSourceTimer)?
 
     /// Connects to the coordinator at `endpoint` and starts its event stream.
     ///
@@ -71,6 +73,12 @@ public final class RemoteCoordinator: @unchecked Sendable {
             loop.close()
             throw error
         }
+        let timer = DispatchSource.makeTimerSource(queue: .global())
+        let interval = Self.watchCheckSeconds / 2
+        timer.schedule(deadline: .now() + interval, repeating: interval, leeway: .milliseconds(500))
+        timer.setEventHandler { [weak self] in self?.checkWatch() }
+        lock.withLock { watchCheck = timer }
+        timer.resume()
     }
 
     deinit {
