@@ -139,6 +139,7 @@ let package = Package(
             ],
             path: "examples/word-count"
         ),
+        .executableTarget(name: "opq-example-forward-dependency", dependencies: ["OPQClient"], path: "examples/forward-dependency"),
         .testTarget(name: "ZeroMQTests", dependencies: ["ZeroMQ"]),
         .testTarget(name: "OPQCoreTests", dependencies: ["OPQCore"]),
         .testTarget(name: "OPQWireTests", dependencies: ["OPQWire"]),

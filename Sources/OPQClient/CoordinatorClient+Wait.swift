@@ -145,10 +145,11 @@ extension CoordinatorClient {
     /// events (something lost) starts the watch again; a fresh snapshot follows. After
     /// ``watchCheckSeconds`` of silence the watch is asked for again (so a coordinator that restarted
     /// and forgot it sends a fresh snapshot); a coordinator that does not answer that within 10 s is a
-    /// ``ClientError/timeout(endpoint:seconds:)``.
+    /// ``ClientError/timeout(endpoint:seconds:)``. Called before ``watch(_:)``, it throws
+    /// ``ClientError/notWatching``.
     public func nextWatchUpdate(until deadline: ContinuousClock.Instant?, interruption: Interruption? = nil) throws(ClientError) -> WatchUpdate {
         while true {
-            guard let watch = currentWatch else { preconditionFailure("nextWatchUpdate before watch(_:)") }
+            guard let watch = currentWatch else { throw .notWatching }
             let check = watchHeard + .milliseconds(Int(watchCheckSeconds * 1000))
             switch try connection.nextStreamMessage(until: deadline.map { min($0, check) } ?? check, wake: interruption?.fileDescriptor) {
             case .timedOut:

@@ -26,6 +26,8 @@ public enum ClientError: Error, CustomStringConvertible {
     /// the operation was already added to a queue (Foundation raises an exception), or its work is not
     /// handler calls. Nothing changed.
     case executionBlockRefused(operation: String, reason: String)
+    /// ``CoordinatorClient/nextWatchUpdate(until:interruption:)`` was called with no watch started.
+    case notWatching
 
     public var description: String {
         switch self {
@@ -48,6 +50,7 @@ public enum ClientError: Error, CustomStringConvertible {
         case .alreadyAdded(let operation): "\(operation) was already added to a queue; an operation runs once"
         case .notSubmitted(let operation): "\(operation) has not been added to a queue yet"
         case let .executionBlockRefused(operation, reason): "cannot add an execution block to \(operation): \(reason)"
+        case .notWatching: "nextWatchUpdate was called before watch(_:): start a watch first, then read its updates"
         }
     }
 

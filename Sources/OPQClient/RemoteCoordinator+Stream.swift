@@ -33,6 +33,33 @@ extension RemoteCoordinator {
         var failure: ClientError?
         /// The connection was closed: a new ``RemoteCoordinator/events()`` sequence ends at once.
         var isClosed = false
+        /// When the stream last brought a message (``checkWatch()``).
+        var heard = ContinuousClock.now
+        /// The coordinator instance that answered the watch (a resume is asked of that instance only).
+        var instance = ""
+    }
+
+    /// Seconds without a stream message after which the watch is asked for again (``checkWatch()``).
+    static let watchCheckSeconds = 5.0
+
+    /// After ``watchCheckSeconds`` without a stream message (called by a timer of the connection): asks
+    /// for the watch again, resuming after the last event applied, and ends the old one. The same
+    /// coordinator resumes it (nothing is repeated); one that restarted forgot the watch and, being
+    /// another instance, sends a fresh snapshot — so this program's operations follow a restart.
+    func checkWatch() {
+        let old: (watch: UInt64, last: UInt64)? = lock.withLock {
+            guard tracking.synced, tracking.watch != 0, !tracking.isClosed,
+                  ContinuousClock.now - tracking.heard >= .milliseconds(Int(Self.watchCheckSeconds * 1000)) else { return nil }
+            defer {
+                tracking.heard = ContinuousClock.now
+                tracking.synced = false
+                tracking.watch = 0
+            }
+            return (tracking.watch, tracking.lastSequence)
+        }
+        guard let old else { return }
+        loop.send({ $0.unwatch.watch = old.watch }, handler: { _ in })  // (a restarted coordinator never had it)
+        watch(resumeAfter: old.last)
     }
 
     /// Starts the watch and waits for its snapshot.
@@ -51,15 +78,20 @@ extension RemoteCoordinator {
     /// Sends a `Watch` of everything; resuming after `resumeAfter` when the coordinator still holds
     /// those events, else with a fresh snapshot.
     private func watch(resumeAfter: UInt64?) {
+        let instance = lock.withLock { tracking.instance }
         loop.send({
             $0.watch.all = Opq_V1_All()
-            if let resumeAfter { $0.watch.resumeAfter = resumeAfter }
+            if let resumeAfter {
+                $0.watch.resumeAfter = resumeAfter
+                if !instance.isEmpty { $0.watch.instance = instance }
+            }
         }, handler: { [weak self] result in
             guard let self else { return }
             switch result {
             case .success(let answer) where answer.reply.watching.resumed:
                 // No snapshot comes: the events follow from where this client was.
                 let held: [Opq_V1_CoordinatorToClient] = lock.withLock {
+                    tracking.instance = answer.reply.watching.instance
                     tracking.watch = answer.reply.requestID
                     tracking.synced = true
                     defer { tracking.held = [] }
@@ -67,7 +99,10 @@ extension RemoteCoordinator {
                 }
                 for message in held { receive(message) }
             case .success(let answer):
-                lock.withLock { tracking.watch = answer.reply.requestID }
+                lock.withLock {
+                    tracking.instance = answer.reply.watching.instance
+                    tracking.watch = answer.reply.requestID
+                }
             case .failure(let error):
                 lock.withLock {
                     tracking.failure = error
@@ -79,6 +114,7 @@ extension RemoteCoordinator {
 
     /// A stream message from the coordinator (loop thread).
     func receive(_ message: Opq_V1_CoordinatorToClient) {
+        lock.withLock { tracking.heard = ContinuousClock.now }
         switch message.body {
         case .snapshot(let snapshot): receive(snapshot)
         case .events(let events): receive(events, message: message)
@@ -213,6 +249,10 @@ extension RemoteCoordinator {
 
     /// The connection closed: ends every ``events()`` sequence and every wait for an unfinished operation.
     func connectionDidClose() {
+        lock.withLock {
+            watchCheck?.cancel()
+            watchCheck = nil
+        }
         let (streams, operations) = lock.withLock {
             defer {
                 tracking.isClosed = true

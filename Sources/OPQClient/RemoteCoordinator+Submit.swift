@@ -14,7 +14,11 @@ import OPQWire
 //
 // A connection that closes gives up the reservations it still holds (its operations were never added):
 // their dependants go on as if the operation had finished `cancelled` — Foundation's rule lets them run,
-// `requires: .success` cancels them.
+// `requires: .success` cancels them. A program that ends without closing (killed, crashed) cannot: each
+// reservation holds a lease on the coordinator (`opq-coordinator --reservation-lease`, 30 s by default),
+// renewed here every third of it for all reservations held in one request; the coordinator gives up a
+// reservation whose lease ran out, with the same effect. A reservation the coordinator says is gone (it
+// expired while this program was stopped) is forgotten: its operation, added later, takes nothing up.
 
 extension RemoteCoordinator {
     /// The reservation held for an operation not added to any queue yet (kept alive here: it may be
@@ -39,8 +43,8 @@ extension RemoteCoordinator {
         while true {
             do {
                 return try submitClaimed(operations, queue: queue)
-            } catch let error where attempt < Self.submitAttempts && Self.isStaleReservation(error) {
-                attempt += 1  // a dependency was added meanwhile and took its reservation up: resolve again
+            } catch let error where attempt < Self.submitAttempts && forgetEndedReservation(error, submitting: operations) {
+                attempt += 1  // a reservation ended meanwhile (taken up by another thread, or given up): resolve again
             } catch {
                 for operation in operations { operation.unclaim() }
                 throw error
@@ -137,13 +141,27 @@ extension RemoteCoordinator {
         }
     }
 
-    /// Whether `error` refuses a reservation that is no longer open: its operation was added meanwhile
-    /// (by another thread), so the reference must be resolved again.
-    static func isStaleReservation(_ error: ClientError) -> Bool {
+    /// Whether `error` refuses a reservation that is no longer open, so the references must be resolved
+    /// again: its operation was added meanwhile (by another thread), or the coordinator gave it up (a
+    /// cancel of `op-rN` by anyone, or its lease ran out while this program was stopped). A reservation
+    /// still held for it is forgotten: the operation, added later, takes nothing up, and what depends on
+    /// it from now on gets a fresh reservation. `operations` is the batch being submitted, if any.
+    func forgetEndedReservation(_ error: ClientError, submitting operations: [RemoteOperation] = []) -> Bool {
         guard let refusal = error.refusal else { return false }
-        if refusal.code == .unknownOperation { return OperationID(refusal.operation).isReservation }
-        if refusal.code == .unknownDependency, case .id(let id)? = refusal.reference { return id.isReservation }
-        return false
+        let ended: OperationID
+        if refusal.code == .unknownOperation, OperationID(refusal.operation).isReservation {
+            ended = OperationID(refusal.operation)
+        } else if refusal.code == .unknownDependency, case .id(let id)? = refusal.reference, id.isReservation {
+            ended = id
+        } else if refusal.code == .invalidField, refusal.field == "reservation", let k = refusal.index, k < operations.count {
+            // The operation being added carried a reservation that ended (Scheduler's submit check).
+            lock.withLock { reservations[ObjectIdentifier(operations[k])] = nil }
+            return true
+        } else {
+            return false
+        }
+        lock.withLock { reservations = reservations.filter { $0.value.id != ended } }
+        return true
     }
 
     /// What the coordinator knows each of `targets` by: its id once added, else its reservation (made
@@ -177,11 +195,52 @@ extension RemoteCoordinator {
         }
     }
 
-    /// Asks the coordinator for `count` reservations.
+    /// Asks the coordinator for `count` reservations, and keeps renewing their lease.
     private func reserve(_ count: Int) throws(ClientError) -> [OperationID] {
         let reply = try request(timeout: requestTimeout) { $0.reserve.count = UInt32(count) }.reply
         guard reply.reserved.ids.count == count else { throw .malformed(.missingField("Reply.reserved.ids")) }
+        renewEvery(lease: reply.reserved.leaseSeconds)
         return reply.reserved.ids.map(OperationID.init)
+    }
+
+    /// Renews the reservations held every third of `lease` seconds (the coordinator's lease; 0 = none),
+    /// from a timer of this connection (restarted when the lease changes, stopped when it closes).
+    private func renewEvery(lease: Double) {
+        let interval = lease / 3
+        lock.withLock {
+            guard lease > 0, !renewalClosed, renewal?.interval != interval else { return }
+            renewal?.timer.cancel()
+            let timer = DispatchSource.makeTimerSource(queue: .global())
+            timer.schedule(deadline: .now() + interval, repeating: interval, leeway: .milliseconds(Int(interval * 100)))
+            timer.setEventHandler { [weak self] in self?.renewReservations() }
+            timer.resume()
+            renewal = (timer, interval)
+        }
+    }
+
+    /// Sends one `RenewReservations` with every reservation held (nothing when none is); forgets those
+    /// the coordinator says are gone.
+    private func renewReservations() {
+        let held = lock.withLock { reservations.values.map(\.id.rawValue) }
+        guard !held.isEmpty else { return }
+        loop.send({ $0.renewReservations.ids = held }) { [weak self] result in
+            guard let self, case .success(let answer) = result else { return }
+            let renewed = answer.reply.renewed
+            if !renewed.gone.isEmpty {
+                let gone = Set(renewed.gone)
+                lock.withLock { reservations = reservations.filter { !gone.contains($0.value.id.rawValue) } }
+            }
+            renewEvery(lease: renewed.leaseSeconds)
+        }
+    }
+
+    /// Stops renewing (the connection is closing).
+    func stopRenewing() {
+        lock.withLock {
+            renewalClosed = true
+            renewal?.timer.cancel()
+            renewal = nil
+        }
     }
 
     /// Gives a reservation up without waiting (its dependants go on as if it finished `cancelled`).
@@ -192,6 +251,7 @@ extension RemoteCoordinator {
     /// Gives up every reservation still held, waiting (at most `timeout` seconds) until the coordinator
     /// has them: the connection is closing, so their operations will never be added through it.
     func giveUpReservations(timeout: Double) {
+        stopRenewing()
         let held = lock.withLock {
             defer { reservations = [:] }
             return reservations.values.map(\.id)
@@ -226,7 +286,7 @@ extension RemoteCoordinator {
         while true {
             do {
                 return try changeEdge(adding: true, dependantID, on: references(to: [dependency])[0])
-            } catch let error where attempt < Self.submitAttempts && Self.isStaleReservation(error) {
+            } catch let error where attempt < Self.submitAttempts && forgetEndedReservation(error) {
                 attempt += 1
             }
         }
@@ -241,7 +301,7 @@ extension RemoteCoordinator {
             guard let target else { return }  // never depended on through the coordinator
             do {
                 return try changeEdge(adding: false, dependantID, on: target)
-            } catch let error where attempt < Self.submitAttempts && Self.isStaleReservation(error) {
+            } catch let error where attempt < Self.submitAttempts && forgetEndedReservation(error) {
                 attempt += 1
                 lock.withLock { while inFlight.contains(ObjectIdentifier(dependency)) { lock.wait() } }
             }

@@ -19,7 +19,7 @@ import ZeroMQ
 ///
 /// Thread-safe. ``close()`` (or the last reference going away) ends the connection; requests still
 /// waiting then throw ``ClientError/closed(endpoint:)``.
-// @unchecked Sendable: `tracking`, `reservations` and `inFlight` are read and changed only under `lock`; the socket belongs to `loop`'s thread.
+// @unchecked Sendable: `tracking`, `reservations`, `inFlight` and the renewal are read and changed only under `lock`; the socket belongs to `loop`'s thread.
 public final class RemoteCoordinator: @unchecked Sendable {
     /// The coordinator's client endpoint, e.g. `tcp://127.0.0.1:7131` or `ipc:///run/opq/clients`.
     public let endpoint: String
@@ -38,6 +38,12 @@ public final class RemoteCoordinator: @unchecked Sendable {
     var reservations: [ObjectIdentifier: Reservation] = [:]
     /// Operations whose submission was sent and not answered yet.
     var inFlight = Set<ObjectIdentifier>()
+    /// The timer renewing the reservations' lease, and its interval (`RemoteCoordinator+Submit.swift`).
+    var renewal: (timer: any DispatchSourceTimer, interval: Double)?
+    /// Set when the connection closes: no renewal starts after.
+    var renewalClosed = false
+    /// The timer that asks for the watch again after a silence (`checkWatch()`, a coordinator restart).
+    var watchCheck: (any DispatchSourceTimer)?
 
     /// Connects to the coordinator at `endpoint` and starts its event stream.
     ///
@@ -67,6 +73,12 @@ public final class RemoteCoordinator: @unchecked Sendable {
             loop.close()
             throw error
         }
+        let timer = DispatchSource.makeTimerSource(queue: .global())
+        let interval = Self.watchCheckSeconds / 2
+        timer.schedule(deadline: .now() + interval, repeating: interval, leeway: .milliseconds(500))
+        timer.setEventHandler { [weak self] in self?.checkWatch() }
+        lock.withLock { watchCheck = timer }
+        timer.resume()
     }
 
     deinit {

@@ -51,6 +51,11 @@ public struct CoordinatorConfiguration: Sendable {
     /// them, before they get a new attempt. Workers notice a restart within `liveness × heartbeatInterval`
     /// and reconnect within a second or so; a worker that re-registers without an attempt ends its wait at once.
     public var recoveryGrace = 5.0
+    /// Seconds a reservation (an id for an operation not submitted yet) lasts unless the client that made
+    /// it renews it; then it is given up as if cancelled, so a client that died does not leave the
+    /// operations waiting for it waiting forever (``ReservationLeases``). The client library renews
+    /// every third of it. `Limits.reservationLeaseRange` (1 s to a day); default 30 s.
+    public var reservationLease = Limits.defaultReservationLease
     /// CURVE: both sockets encrypt and authenticate with these keys, and admit only the authorized
     /// public keys (``AuthorizedKeys``). Nil = no encryption, and only loopback or `ipc://` endpoints.
     public var curve: CurveSettings?
@@ -67,6 +72,7 @@ public struct CoordinatorConfiguration: Sendable {
             Limits.countProblem(liveness, name: "liveness", range: 1...Limits.maxLiveness),
             Limits.durationProblem(killGrace, name: "killGrace"),
             Limits.durationProblem(recoveryGrace, name: "recoveryGrace"),
+            Limits.reservationLeaseProblem(reservationLease, name: "reservationLease"),
             Limits.countProblem(eventHistory, name: "eventHistory", range: 1...Int(Int32.max)),
             Limits.countProblem(eventHistoryBytes, name: "eventHistoryBytes", range: 1...Int.max),
             Limits.countProblem(outputBudget, name: "outputBudget", range: 0...Int.max),

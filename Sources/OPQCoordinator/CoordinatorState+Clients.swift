@@ -76,9 +76,18 @@ extension CoordinatorState {
             } catch { refuse(error) }
         case .reserve(let reserve):
             do {
-                let ids = try core.reserve(Int(reserve.count), at: now)
-                reply { $0.reserved.ids = ids.map(\.rawValue) }
+                let ids = try self.reserve(Int(reserve.count), now: now)
+                reply {
+                    $0.reserved.ids = ids.map(\.rawValue)
+                    $0.reserved.leaseSeconds = configuration.reservationLease
+                }
             } catch { refuse(error) }
+        case .renewReservations(let renew):
+            let gone = renewReservations(renew.ids.map(OperationID.init), now: now)
+            reply {
+                $0.renewed.gone = gone.map(\.rawValue)
+                $0.renewed.leaseSeconds = configuration.reservationLease
+            }
         case .listQueues:
             reply { $0.queues.queues = core.queueNames.map(queueInfo) }
         case .listJobs(let list):
@@ -93,7 +102,7 @@ extension CoordinatorState {
             reply { $0.operations = listOperations(list) }
         case .getOperation(let get):
             let operation = OperationID(get.operation)
-            guard core.operation(operation) != nil else { return refuse(.unknownOperation(operation)) }
+            guard core.operation(operation) != nil else { return queueToClient(.reply(id, error: unknownOperation(operation)), identity: identity) }
             var (info, raw) = operationInfo(operation, includeOutput: get.includeOutput)
             attachResult(of: operation, to: &info, raw: &raw, include: get.includeResult)
             info.blockers = core.blockers(of: operation).map(Opq_V1_Blocker.init)
@@ -116,7 +125,7 @@ extension CoordinatorState {
             actions.append(.prune(prune, requestID: id, identity: identity))
         case .readOutput(let read):
             let operation = OperationID(read.operation)
-            guard core.operation(operation) != nil else { return refuse(.unknownOperation(operation)) }
+            guard core.operation(operation) != nil else { return queueToClient(.reply(id, error: unknownOperation(operation)), identity: identity) }
             actions.append(.readOutput(read, requestID: id, identity: identity))
         case .heartbeat, nil:
             break
@@ -169,7 +178,7 @@ extension CoordinatorState {
         switch wait.target {
         case .operation(let id):
             guard core.operation(OperationID(id)) != nil else {
-                return queueToClient(.reply(requestID, error: Opq_V1_Error(RequestError.unknownOperation(OperationID(id)))), identity: identity)
+                return queueToClient(.reply(requestID, error: unknownOperation(OperationID(id))), identity: identity)
             }
             target = .operation(OperationID(id))
         case .job(let id):

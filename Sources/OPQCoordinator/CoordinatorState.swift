@@ -57,6 +57,8 @@ struct CoordinatorState {
     var jobFinishedAt: [JobID: Double] = [:]
     /// While attempts recovered from the journal wait for their workers: when they get a new attempt.
     var recoveryDeadline: Double?
+    /// The leases of open reservations (``ReservationLeases``).
+    var leases = ReservationLeases()
     /// The wall clock (seconds since 1970) of the turn, set by the loop: stamps finished jobs.
     var wallTime = 0.0
 
@@ -102,7 +104,7 @@ struct CoordinatorState {
     }
 
     /// Time passes: the core's deadlines, the recovery grace period, lost sessions, heartbeats due, waits
-    /// that timed out.
+    /// that timed out, reservations whose lease ran out.
     mutating func tick(now: Double) {
         begin(.timer)
         core.tick(at: now)
@@ -110,6 +112,7 @@ struct CoordinatorState {
         dropLostSessions()
         sendHeartbeats(now: now)
         expireWaiters(now: now)
+        expireReservations(now: now)
     }
 
     /// Ends the turn: the core's effects are absorbed, and the actions come out in the order that keeps
@@ -140,13 +143,14 @@ struct CoordinatorState {
     var hasTurnWork: Bool { !core.effects.isEmpty || !workerOutbox.isEmpty || !clientOutbox.isEmpty || !actions.isEmpty }
 
     /// When the loop must wake at the latest: the core's next deadline, a heartbeat due, a wait's
-    /// timeout, the end of the recovery grace period, a retry of the client backlog.
+    /// timeout, the end of the recovery grace period, a retry of the client backlog, a lease running out.
     func nextWakeUp(now: Double) -> Double {
         var deadline = now + configuration.heartbeatInterval
         if let next = core.nextDeadline { deadline = min(deadline, next) }
         for session in sessions.values { deadline = min(deadline, session.lastSent + configuration.heartbeatInterval) }
         for waiter in waiters { if let timeout = waiter.deadline { deadline = min(deadline, timeout) } }
         if let recovery = recoveryDeadline { deadline = min(deadline, recovery) }
+        deadline = min(deadline, leases.nextCheck)
         if !clientBacklog.isEmpty { deadline = min(deadline, now + Self.backlogRetryInterval) }
         return deadline
     }

@@ -26,7 +26,10 @@ public enum SubmissionError: Error, Hashable, Sendable, CustomStringConvertible 
         case let .duplicateName(name, index, firstIndex):
             return "operation #\(index + 1): duplicate name '\(name)' (first used by operation #\(firstIndex + 1)); names must be unique within a job"
         case let .unknownDependency(index, name, reference, suggestion):
-            let hint = suggestion.map { " (did you mean '\($0)'?)" } ?? ""
+            var hint = suggestion.map { " (did you mean '\($0)'?)" } ?? ""
+            if case .id(let id) = reference, id.isReservation {
+                hint = " (a reservation never handed out, or that ended: its operation was added, it was given up, or its lease ran out)"
+            }
             return "\(label(index, name)): unknown dependency \(reference)\(hint)"
         case let .cycle(members):
             return "dependency cycle: " + (members + members.prefix(1)).map { "'\($0)'" }.joined(separator: " → ")
@@ -55,6 +58,11 @@ public enum RequestError: Error, Hashable, Sendable, CustomStringConvertible {
 
     public var description: String {
         switch self {
+        case .unknownOperation(let id) where id.isReservation:
+            """
+            unknown reservation \(id): it was never handed out, or it ended (its operation was added and has an \
+            op-N id of its own, it was given up, or its lease ran out because its program is gone)
+            """
         case .unknownOperation(let id): "unknown operation \(id)"
         case .unknownJob(let id): "unknown job \(id)"
         case .unknownQueue(let name): "unknown queue '\(name)'"

@@ -31,6 +31,20 @@ public struct OperationID: Hashable, Comparable, Sendable, CustomStringConvertib
     /// The reservation numbered `number` (1-based).
     public static func reservation(_ number: UInt64) -> OperationID { OperationID(reservationBase + number) }
 
+    /// Parses an id as ``description`` writes it: `op-N` (any N ≥ 1) or a
+    /// reservation `op-rN` (1 ≤ N ≤ 2^40); nil for anything else.
+    public init?(parsing text: String) {
+        guard text.hasPrefix("op-") else { return nil }
+        let rest = text.dropFirst(3)
+        if rest.hasPrefix("r") {
+            guard let number = UInt64(rest.dropFirst()), number >= 1, number <= OperationID.maxReservationNumber else { return nil }
+            self = .reservation(number)
+        } else {
+            guard let value = UInt64(rest), value >= 1 else { return nil }
+            self.init(value)
+        }
+    }
+
     /// Position of the operation in the core's dense storage of `count` operations, or nil when no
     /// operation with this id can be there (0, beyond `count`, or beyond `Int.max`): total for any id
     /// from outside.

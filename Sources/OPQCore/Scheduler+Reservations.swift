@@ -18,9 +18,11 @@
 /// refused as an unknown dependency. A dependant cancelled meanwhile simply finishes; its forward edge
 /// is dropped when the reservation ends. Reservations, forward edges and their ends are journaled
 /// (`.reserved`, `.dependency`, the `.submitted` that takes one up, `.cancelled`), so a restarted
-/// coordinator keeps them. Known limit: a journal compaction that replaces a pruned job's submission by
-/// its tombstone also drops the take-up it carried, so after a restart an unfinished operation that had
-/// waited on that reservation would wait on it again (until it is cancelled).
+/// coordinator keeps them; a journal compaction that replaces a pruned job's submission by its
+/// tombstone keeps the take-ups it carried (``restorePrunedTakeUp(_:by:at:)``).
+///
+/// The core keeps no clock for them: the coordinator gives a reservation up when its client stops
+/// renewing its lease (OPQCoordinator's `ReservationLeases`), through ``cancel(_:at:)``.
 struct Reservations: Sendable {
     /// Open reservations by number: the dependants (operation indexes) with a forward edge onto each,
     /// in the order the edges were added, each at most once.
@@ -40,6 +42,16 @@ struct Reservations: Sendable {
 extension Limits {
     /// Most reservations handed out by one request.
     public static let maxReservations = 65_536
+    /// How long a reservation lasts unless its client renews it (the coordinator's default lease;
+    /// `opq-coordinator --reservation-lease`).
+    public static let defaultReservationLease = 30.0
+    /// The leases a coordinator may be configured with, in seconds.
+    public static let reservationLeaseRange: ClosedRange<Double> = 1...86_400
+
+    /// Why `seconds`, given as `name` (a flag, a setting), is not a valid reservation lease, or nil.
+    public static func reservationLeaseProblem(_ seconds: Double, name: String) -> String? {
+        reservationLeaseRange.contains(seconds) ? nil : "\(name) must be a number of seconds from \(Int(reservationLeaseRange.lowerBound)) to \(Int(reservationLeaseRange.upperBound)), not \(seconds)"
+    }
 }
 
 extension Scheduler {
@@ -63,6 +75,13 @@ extension Scheduler {
         let number = id.rawValue - OperationID.reservationBase
         return reservations.open[number] != nil ? number : nil
     }
+
+    /// Whether `id` is an open reservation: handed out, neither taken up nor given up yet.
+    public func isOpenReservation(_ id: OperationID) -> Bool { openReservation(id) != nil }
+
+    /// The open reservations, in the order they were handed out (the coordinator keeps their leases).
+    /// - Complexity: O(open reservations × log).
+    public var openReservations: [OperationID] { reservations.open.keys.sorted().map { OperationID.reservation($0) } }
 
     /// The dependants waiting on reservation `id`, or nil when it is not open (for queries and tests).
     public func reservedDependants(of id: OperationID) -> [OperationID]? {
@@ -118,6 +137,30 @@ extension Scheduler {
     mutating func giveUp(_ number: UInt64) {
         for index in reservations.open.removeValue(forKey: number) ?? [] where operations[index].state == .pending {
             if operations[index].requires == .success {
+                operations[index].unfinishedDependencies -= 1
+                enqueueFinish(index, .cancelled, .dependencyFailed)
+            } else {
+                forwardEdgeGone(index)
+            }
+        }
+        settle()
+    }
+
+    /// Replays the take-up of `reservation` by `operation` of a pruned job (journal compaction keeps it in
+    /// place of the job's submission): each dependant still waiting on the reservation depends on the
+    /// operation instead, as the take-up made it, and goes on as for any dependency that finished with
+    /// that outcome — satisfied by a success; otherwise Foundation's rule lets it run and
+    /// `requires: success` cancels it (`dependency failed`).
+    /// - Throws: ``RequestError/unknownOperation(_:)`` when the reservation is not open or `operation`
+    ///   is not a finished operation.
+    public mutating func restorePrunedTakeUp(_ reservation: OperationID, by operation: OperationID, at time: Timestamp) throws(RequestError) {
+        now = time
+        guard let number = openReservation(reservation) else { throw .unknownOperation(reservation) }
+        guard let target = index(of: operation), operations[target].state == .finished else { throw .unknownOperation(operation) }
+        let failed = operations[target].outcome != .succeeded
+        for index in reservations.open.removeValue(forKey: number) ?? [] where operations[index].state == .pending {
+            link(index, to: target, implicit: false)
+            if failed && operations[index].requires == .success {
                 operations[index].unfinishedDependencies -= 1
                 enqueueFinish(index, .cancelled, .dependencyFailed)
             } else {

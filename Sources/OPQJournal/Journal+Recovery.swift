@@ -51,6 +51,8 @@ extension Journal {
             guard let pruned = core.prune(job: job) else { throw RequestError.unknownJob(job) }
             state.jobFinishedAt[job] = nil
             state.garbage.add([pruned])
+        case let .prunedTakeUp(reservation, by):
+            try core.restorePrunedTakeUp(reservation, by: by, at: time)
         case .cancelled, .queueSettings, .priority, .dependency, .reserved, .attempt, .retry, .requeue, .finished:
             try core.replay(entry.record!, at: time)
         }
@@ -101,6 +103,8 @@ extension JournalEntry {
             return "the pruned \(pruned.job)"
         case .forgotten(let job):
             return "the prune of \(job)"
+        case let .prunedTakeUp(reservation, by):
+            return "the take-up of \(reservation) by the pruned \(by)"
         }
     }
 }

@@ -381,7 +381,7 @@ public final class Journal {
 
     /// Removes the records of forgotten jobs, keeping for each only its id range and outcomes (a
     /// ``JournalEntry/pruned(_:)`` entry in place of its submission, so replay gives later jobs the same
-    /// ids). Commits what is queued first, then rewrites the journal, compacted, in one transaction, and
+    /// ids) and the reservations it took up (``JournalEntry/prunedTakeUp(reservation:by:)``). Commits what is queued first, then rewrites the journal, compacted, in one transaction, and
     /// vacuums the file. Measured: 0.55 s for a journal of 300,000 finished operations (17 MB → 2 records).
     /// On a full disk (``JournalError/diskFull(path:)``) the garbage stays, for a later compaction.
     /// - Complexity: O(journal size): a compaction.
@@ -409,15 +409,22 @@ public final class Journal {
                     var chunk = EntryWriter()
                     try forEachEntry(db) { _, entry, _ in
                         var kept = entry
+                        var takeUps: [JournalEntry] = []
                         switch entry {
-                        case .submitted(let receipt, _, _):
-                            if let pruned = byJob[receipt.job] { kept = .pruned(pruned) }
+                        case let .submitted(receipt, submission, _):
+                            guard let pruned = byJob[receipt.job] else { break }
+                            kept = .pruned(pruned)
+                            // The reservations it took up stay taken up (by operations now pruned).
+                            for (spec, id) in zip(submission.operations, receipt.operations) {
+                                if let reservation = spec.reservation { takeUps.append(.prunedTakeUp(reservation: reservation, by: id)) }
+                            }
                         case .jobFinished(let job, _), .forgotten(let job):
                             if byJob[job] != nil { return }
                         default:
                             if let id = entry.operation, isPruned(id) { return }
                         }
                         try kept.encode(into: &chunk)
+                        for takeUp in takeUps { try takeUp.encode(into: &chunk) }
                         if chunk.buffer.count >= 4 << 20 {
                             chunks.append(chunk.buffer)
                             chunk.reset()

@@ -32,6 +32,11 @@ public enum JournalEntry: Sendable {
     /// The job was pruned after its records were journaled (a tombstone): replay forgets it again, and
     /// the next compaction replaces its records by a ``pruned(_:)`` entry (see ``Journal/forget(_:)``).
     case forgotten(JobID)
+    /// Operation `by` of a pruned job took `reservation` up: compaction writes it after the job's
+    /// ``pruned(_:)`` entry in place of the take-up its submission carried, so the operations that
+    /// waited on the reservation are not left waiting for it again after a restart
+    /// (`Scheduler.restorePrunedTakeUp`).
+    case prunedTakeUp(reservation: OperationID, by: OperationID)
 
     /// The entry for one of the core's effects, or nil when the effect changes nothing durable. Only the
     /// core's own records are journaled (``Effect/journal(_:)``, and ``Effect/jobFinished(_:)``, stamped
@@ -81,7 +86,7 @@ public enum JournalEntry: Sendable {
         case let .retry(id, reason): .retry(id, reason: reason)
         case .requeue(let id): .requeue(id)
         case let .finished(id, outcome, reason): .finished(id, outcome, reason, report: nil)
-        case .jobFinished, .pruned, .forgotten: nil
+        case .jobFinished, .pruned, .forgotten, .prunedTakeUp: nil
         }
     }
 }
@@ -93,6 +98,8 @@ enum EntryKind: UInt8 {
     case submittedRequest
     /// Reservations handed out.
     case reserved
+    /// A take-up by an operation of a pruned job.
+    case prunedTakeUp
 }
 
 extension JournalEntry {
@@ -163,6 +170,10 @@ extension JournalEntry {
         case .forgotten(let job):
             out.kind(.forgotten)
             out.varint(job.rawValue)
+        case let .prunedTakeUp(reservation, by):
+            out.kind(.prunedTakeUp)
+            out.varint(reservation.rawValue)
+            out.varint(by.rawValue)
         }
     }
 
@@ -248,6 +259,11 @@ extension JournalEntry {
             return .pruned(Scheduler.PrunedJob(job: job, first: first, outcomes: outcomes))
         case .forgotten:
             return .forgotten(JobID(try input.varint()))
+        case .prunedTakeUp:
+            let reservation = try op()
+            let by = try op()
+            guard reservation.isReservation, !by.isReservation else { throw DecodeProblem("a malformed take-up of a pruned job") }
+            return .prunedTakeUp(reservation: reservation, by: by)
         }
     }
 
@@ -257,7 +273,7 @@ extension JournalEntry {
         case .priority(let id, _), .dependency(let id, _, _), .attempt(let id, _, _), .retry(let id, _), .requeue(let id),
              .finished(let id, _, _):
             id
-        case .submitted, .cancelled, .queueSettings, .reserved, .jobFinished, .pruned, .forgotten:
+        case .submitted, .cancelled, .queueSettings, .reserved, .jobFinished, .pruned, .forgotten, .prunedTakeUp:
             nil
         }
     }

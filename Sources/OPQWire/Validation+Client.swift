@@ -69,6 +69,12 @@ extension Opq_V1_ClientRequest: WireEnvelope {
         case .reserve(let reserve):
             try Check.that(reserve.count >= 1 && reserve.count <= WireLimits.maxReservations, path + ".reserve.count",
                            "must be 1 to \(WireLimits.maxReservations), not \(reserve.count)")
+        case .renewReservations(let renew):
+            try Check.count(renew.ids.count, path + ".renew_reservations.ids", maximum: WireLimits.maxReservations)
+            for (k, id) in renew.ids.enumerated() {
+                try Check.that(OperationID(id).isReservation, "\(path).renew_reservations.ids[\(k)]",
+                               "must be a reservation (an id from a Reserve), not \(id)")
+            }
         case .listQueues, .listJobs, .listWorkers, .unwatch, .heartbeat:
             break
         }
@@ -178,9 +184,13 @@ extension Opq_V1_Reply {
             try slice.validate(path + ".output", rawFrames: rawFrames)
         case .reserved(let reserved):
             try Check.count(reserved.ids.count, path + ".reserved.ids", minimum: 1, maximum: WireLimits.maxReservations)
+            try Check.seconds(reserved.leaseSeconds, path + ".reserved.lease_seconds")
             for (k, id) in reserved.ids.enumerated() {
                 try Check.that(OperationID(id).isReservation, "\(path).reserved.ids[\(k)]", "must be a reservation (just above 2^62), not \(id)")
             }
+        case .renewed(let renewed):
+            try Check.count(renewed.gone.count, path + ".renewed.gone", maximum: WireLimits.maxReservations)
+            try Check.seconds(renewed.leaseSeconds, path + ".renewed.lease_seconds")
         case .done, .cancelled, .dependency, .queues, .jobs, .workers, .watching, .pruned:
             break
         }

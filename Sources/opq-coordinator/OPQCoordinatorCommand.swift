@@ -106,6 +106,9 @@ struct OPQCoordinatorCommand: ParsableCommand {
     @Option(help: "Seconds operations running at a restart wait for their workers to report them before they get a new attempt (0 to \(Int(Limits.maxSeconds))).")
     var recoveryGrace = 5.0
 
+    @Option(help: "Seconds a reservation (an operation a client program will add later, that others already depend on) lasts unless its program renews it; a program killed without closing its connection gives its reservations up after this (\(Int(Limits.reservationLeaseRange.lowerBound)) to \(Int(Limits.reservationLeaseRange.upperBound))).")
+    var reservationLease = Limits.defaultReservationLease
+
     @Option(help: ArgumentHelp("Megabytes of each output stream of one operation kept in the output spool (STATE/output); beyond, it is cut (the last 64 KiB are kept).", valueName: "MB"))
     var outputSpoolCap = 1_024
 
@@ -163,6 +166,7 @@ struct OPQCoordinatorCommand: ParsableCommand {
             Limits.countProblem(liveness, name: "--liveness", range: 1...Limits.maxLiveness),
             Limits.durationProblem(killGrace, name: "--kill-grace"),
             Limits.durationProblem(recoveryGrace, name: "--recovery-grace"),
+            Limits.reservationLeaseProblem(reservationLease, name: "--reservation-lease"),
         ]
         if let problem = problems.compactMap({ $0 }).first { throw ValidationError(problem) }
         if ipc != nil, workersEndpoint != nil || clientsEndpoint != nil {
@@ -200,6 +204,7 @@ struct OPQCoordinatorCommand: ParsableCommand {
         configuration.stateDirectory = state ?? StateDirectory.defaultPath()
         configuration.sync = Journal.Sync(rawValue: fsync)!
         configuration.recoveryGrace = recoveryGrace
+        configuration.reservationLease = reservationLease
         configuration.outputSpoolCap = max(0, outputSpoolCap) << 20
         configuration.outputSpoolBudget = max(0, outputSpoolBudget) << 20
         let coordinator: Coordinator

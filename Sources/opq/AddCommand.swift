@@ -33,7 +33,7 @@ struct AddCommand: ParsableCommand {
     @Option(help: ArgumentHelp("A name for display and lists.", valueName: "name"))
     var name = ""
 
-    @Option(help: ArgumentHelp("An operation (op-N or N), or every operation of a job (job-N), that must finish first; repeat for several.", valueName: "op"))
+    @Option(help: ArgumentHelp("An operation (op-N or N; a reservation op-rN: one a client program will add later), or every operation of a job (job-N), that must finish first; repeat for several.", valueName: "op"))
     var after: [String] = []
 
 
@@ -68,7 +68,7 @@ struct AddCommand: ParsableCommand {
             switch TargetID(text, bare: { .operation(OperationID($0)) }) {
             case .operation(let id)?: spec.dependencies.append(.id(id))
             case .job(let job)?: afterJobs.append(job)
-            case nil: throw fail(.usage, "--after '\(text)' is neither an operation nor a job id (write op-N or job-N)")
+            case nil: throw fail(.usage, "--after '\(text)' is neither an operation nor a job id (write op-N, op-rN or job-N)")
             }
         }
         for label in labels {

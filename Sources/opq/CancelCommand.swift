@@ -44,7 +44,7 @@ struct CancelCommand: ParsableCommand {
         var target = CancelTarget.all
         if let operation {
             guard case .operation(let id)? = TargetID(operation, bare: { .operation(OperationID($0)) }) else {
-                throw fail(.usage, "'\(operation)' is not an operation id (write op-N)")
+                throw fail(.usage, "'\(operation)' is not an operation id (write op-N, or op-rN for a reservation)")
             }
             target = .operation(id)
         } else if let job {
@@ -58,7 +58,7 @@ struct CancelCommand: ParsableCommand {
         let connection = try Connection.open(global.endpoint)
         do {
             let cancelled = try connection.cancel(target)
-            print("cancelled \(cancelled.count) operation(s)" + (cancelled.isEmpty ? "" : ": " + cancelled.map { "op-\($0.rawValue)" }.joined(separator: " ")))
+            print("cancelled \(cancelled.count) operation(s)" + (cancelled.isEmpty ? "" : ": " + cancelled.map { "\($0)" }.joined(separator: " ")))
         } catch {
             throw Connection.status(for: error)
         }

@@ -194,7 +194,7 @@ struct ShowCommand: ParsableCommand {
     /// Parses `op-N` or `N`, or fails with the usage status.
     static func operationID(_ text: String) throws(ExitStatus) -> UInt64 {
         guard case .operation(let id)? = TargetID(text, bare: { .operation(OperationID($0)) }) else {
-            throw fail(.usage, "'\(text)' is not an operation id (write op-N)")
+            throw fail(.usage, "'\(text)' is not an operation id (write op-N, or op-rN for a reservation)")
         }
         return id.rawValue
     }

@@ -14,8 +14,9 @@ struct StateDriver {
     var now = 100.0
 
     init(durable: Bool = true, heartbeatInterval: Double = 1, liveness: Int = 3, clientBacklogMessages: Int = 10_000,
-         eventHistory: Int = 100_000) {
+         eventHistory: Int = 100_000, reservationLease: Double = Limits.defaultReservationLease) {
         var configuration = CoordinatorConfiguration()
+        configuration.reservationLease = reservationLease
         configuration.eventHistory = eventHistory
         configuration.heartbeatInterval = heartbeatInterval
         configuration.liveness = liveness
@@ -196,6 +197,10 @@ struct StateDriver {
                 return "\(to) \(id) error \(error.message)"
             case .done?:
                 return "\(to) \(id) done"
+            case .reserved(let reserved)?:
+                return "\(to) \(id) reserved \(reserved.ids.map { OperationID($0) }) lease \(reserved.leaseSeconds)"
+            case .renewed(let renewed)?:
+                return "\(to) \(id) renewed, gone \(renewed.gone.map { OperationID($0) }) lease \(renewed.leaseSeconds)"
             default:
                 return "\(to) \(id) \(String(describing: reply.result))"
             }

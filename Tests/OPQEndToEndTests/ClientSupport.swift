@@ -9,9 +9,9 @@ final class ClientCluster: @unchecked Sendable {
     let cluster: TestCluster
     let coordinator: RemoteCoordinator
 
-    /// Starts a coordinator and one worker per entry of `workers` (its slot count).
-    convenience init(workers: [Int] = [1]) throws {
-        let cluster = try Self.launch(workers: workers)
+    /// Starts a coordinator (with `coordinatorArguments`) and one worker per entry of `workers` (its slot count).
+    convenience init(workers: [Int] = [1], coordinatorArguments: [String] = []) throws {
+        let cluster = try Self.launch(workers: workers, coordinatorArguments: coordinatorArguments)
         do {
             self.init(cluster, try RemoteCoordinator(endpoint: cluster.clientsEndpoint, timeout: 20))
         } catch {
@@ -36,10 +36,10 @@ final class ClientCluster: @unchecked Sendable {
         self.coordinator = coordinator
     }
 
-    private static func launch(workers: [Int]) throws -> TestCluster {
+    private static func launch(workers: [Int], coordinatorArguments: [String] = []) throws -> TestCluster {
         let cluster = try TestCluster()
         do {
-            try cluster.startCoordinator()
+            try cluster.startCoordinator(coordinatorArguments)
             for (k, slots) in workers.enumerated() { try cluster.startWorker("w\(k + 1)", slots: slots) }
         } catch {
             cluster.stop()

@@ -9,6 +9,21 @@ import ZeroMQ
 /// request answered when the coordinator answers, an interruption ends it at once, and a watch hands
 /// out typed snapshots and events, starting again after a gap — nothing polls in slices.
 @Suite(.serialized) struct CoordinatorClientTests {
+    /// Reading a watch before starting one is a misuse that throws a clear error (it was a precondition
+    /// crash of the whole program), sends nothing, and leaves the client usable.
+    @Test func nextWatchUpdateBeforeWatchThrowsInsteadOfCrashing() throws {
+        let scripted = try ScriptedRouter()
+        defer { scripted.close() }
+        let client = try CoordinatorClient(endpoint: scripted.endpoint)
+        #expect {
+            _ = try client.nextWatchUpdate(until: ContinuousClock.now + .seconds(5))
+        } throws: { error in
+            guard case .notWatching? = error as? ClientError else { return false }
+            return "\(error)".contains("before watch(_:)")
+        }
+        #expect(try receive(scripted.router, within: 0.5) == nil, "nothing was sent")
+    }
+
     @Test func aWaitIsOneRequestThatReturnsWhenTheCoordinatorAnswers() throws {
         let scripted = try ScriptedRouter()
         defer { scripted.close() }

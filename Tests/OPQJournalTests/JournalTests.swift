@@ -199,6 +199,75 @@ struct Observed: Equatable, CustomStringConvertible {
         #expect(third.job.rawValue == second.job.rawValue + 1)
     }
 
+    /// A job that took reservations up is pruned and the journal compacted: its submission (which carried
+    /// the take-ups) becomes a tombstone, yet the operations that waited on those reservations in other
+    /// jobs do not wait on them again after a replay — they stay as they were, on the outcome of the
+    /// operation that took each up (a success releases, a failure cancels a `requires: success` one).
+    @Test func compactingAPrunedJobKeepsTheReservationsItTookUp() throws {
+        let scratch = try ScratchState()
+        defer { scratch.remove() }
+        let journal = try Journal(path: scratch.journalPath)
+        var run = JournaledCore(journal: journal)
+        var reservations: [OperationID] = []
+        try run.step { core, now in reservations = try core.reserve(2, at: now) }
+        var waiting: SubmissionReceipt!
+        try run.step { core, now in
+            // In a held queue: they stay unfinished once released, never dispatched.
+            waiting = try core.submit(Submission([
+                OperationSpec(name: "after ok", queue: "held", work: command("1"), dependencies: [.id(reservations[0])], requires: .success),
+                OperationSpec(name: "after failed", queue: "held", work: command("2"), dependencies: [.id(reservations[1])]),
+                OperationSpec(name: "strictly after failed", queue: "held", work: command("3"), dependencies: [.id(reservations[1])], requires: .success),
+            ], queueSettings: [("held", QueueSettings(isSuspended: true))]), at: now)
+        }
+        var awaited: SubmissionReceipt!
+        try run.step { core, now in
+            var ok = OperationSpec(name: "ok", work: command("ok"))
+            ok.reservation = reservations[0]
+            var failing = OperationSpec(name: "failing", work: command("failing"))
+            failing.reservation = reservations[1]
+            awaited = try core.submit(Submission([ok, failing]), at: now)
+        }
+        try run.step { core, now in core.workerJoined("w1", slots: 2, at: now) }
+        for (operation, status) in zip(awaited.operations, [AttemptReport.Status.succeeded, .failed]) {
+            try run.step { core, now in
+                _ = core.started(operation, attempt: 1, worker: "w1", at: now)
+                _ = core.finished(operation, attempt: 1, worker: "w1", AttemptReport(status), at: now)
+            }
+        }
+        #expect(run.core.isFinished(job: awaited.job) == true)
+        let record = run.core.prune(job: awaited.job)
+        try journal.prune([try #require(record)])
+        var entries: [JournalEntry] = []
+        try journal.forEachEntry { _, entry in entries.append(entry) }
+        #expect(entries.map(\.summary).contains("the take-up of \(reservations[0]) by the pruned \(awaited.operations[0])"))
+        #expect(!entries.contains { if case .submitted(let receipt, _, _) = $0 { receipt.job == awaited.job } else { false } })
+
+        func expectReplayAgrees(_ when: String) throws {
+            var recovered = Scheduler()
+            _ = try journal.recover(into: &recovered)
+            try recovered.checkInvariants()
+            for operation in waiting.operations {
+                let original = try #require(run.core.operation(operation))
+                let replayed = try #require(recovered.operation(operation))
+                #expect(Observed(replayed) == Observed(original), "\(original.name) \(when)")
+            }
+            #expect(recovered.operation(waiting.operations[0])?.state == .ready, "released by the success, not waiting again \(when)")
+            #expect(recovered.operation(waiting.operations[2])?.outcome == .cancelled, "\(when)")
+            #expect(recovered.openReservations.isEmpty, "\(when)")
+        }
+        try expectReplayAgrees("after a compaction")
+        // A second compaction (another job pruned) keeps the take-ups too.
+        var later: SubmissionReceipt!
+        try run.step { core, now in later = try core.submit(Submission([OperationSpec(name: "later", work: command("later"))]), at: now) }
+        try run.step { core, now in
+            _ = core.started(later.operations[0], attempt: 1, worker: "w1", at: now)
+            _ = core.finished(later.operations[0], attempt: 1, worker: "w1", AttemptReport(.succeeded), at: now)
+        }
+        let laterRecord = run.core.prune(job: later.job)
+        try journal.prune([try #require(laterRecord)])
+        try expectReplayAgrees("after a second compaction")
+    }
+
     @Test func aForgottenJobIsATombstoneUntilTheGarbageIsHalfTheJournal() throws {
         let scratch = try ScratchState()
         defer { scratch.remove() }

@@ -39,4 +39,31 @@ import OPQWire
         #expect(!OperationID(OperationID.reservationBase + OperationID.maxReservationNumber + 1).isReservation)
         #expect(OperationID(UInt64.max).description == "op-\(UInt64.max)")
     }
+
+    @Test func aRenewalAndItsReplyRoundTripAndOnlyReservationsAreRenewed() throws {
+        let ids = [OperationID.reservation(1).rawValue, OperationID.reservation(7).rawValue]
+        let request = Opq_V1_ClientRequest.with { $0.requestID = 9; $0.renewReservations.ids = ids }
+        #expect(try roundTrip(request).message.renewReservations.ids == ids)
+        let ordinary = Opq_V1_ClientRequest.with { $0.renewReservations.ids = [ids[0], 5] }
+        #expect(decodeError(ordinary)?.field == "ClientRequest.renew_reservations.ids[1]")
+        let reply = Opq_V1_CoordinatorToClient.with {
+            $0.reply.requestID = 9
+            $0.reply.renewed.gone = [ids[1]]
+            $0.reply.renewed.leaseSeconds = 30
+        }
+        let back = try roundTrip(reply).message.reply.renewed
+        #expect(back.gone == [ids[1]] && back.leaseSeconds == 30)
+        let negative = Opq_V1_CoordinatorToClient.with { $0.reply.reserved.ids = [ids[0]]; $0.reply.reserved.leaseSeconds = -1 }
+        #expect(decodeError(negative)?.field == "CoordinatorToClient.reply.reserved.lease_seconds")
+    }
+
+    @Test func operationIDsParseAsTheyAreWritten() {
+        #expect(OperationID(parsing: "op-r3") == .reservation(3))
+        #expect(OperationID(parsing: "op-12") == OperationID(12))
+        #expect(OperationID(parsing: "op-\(UInt64.max)") == OperationID(UInt64.max), "unknown to the coordinator, not malformed")
+        #expect(OperationID(parsing: OperationID.reservation(OperationID.maxReservationNumber).description) == .reservation(OperationID.maxReservationNumber))
+        for text in ["op-r0", "op-0", "op-r", "op-rx", "op-", "r3", "op-r\(OperationID.maxReservationNumber + 1)", "job-3", "op--3"] {
+            #expect(OperationID(parsing: text) == nil, "\(text)")
+        }
+    }
 }

@@ -62,6 +62,7 @@ enum WireUse {
         case .readOutput(let read):
             _ = (OperationID(read.operation), read.offset, read.maxBytes)
         case .reserve(let reserve): _ = Int(reserve.count)
+        case .renewReservations(let renew): _ = renew.ids.map(OperationID.init)
         case .getJob, .getOperation, .watch, .unwatch, .listQueues, .listJobs, .listWorkers, .heartbeat, .prune, nil:
             break
         }
@@ -106,7 +107,8 @@ enum WireUse {
                 if case .job(let job) = result.result { _ = job.counts.core }
                 if case .queue(let queue) = result.result { _ = queue.operationCount }
             case .output(let slice): _ = (slice.spooledBytes, slice.totalBytes, slice.bytes(in: raw))
-            case .reserved(let reserved): _ = reserved.ids.map(OperationID.init)
+            case .reserved(let reserved): _ = (reserved.ids.map(OperationID.init), reserved.leaseSeconds)
+            case .renewed(let renewed): _ = (renewed.gone.map(OperationID.init), renewed.leaseSeconds)
             case .done, .cancelled, .dependency, .watching, .pruned, nil:
                 break
             }

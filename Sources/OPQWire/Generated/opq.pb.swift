@@ -1781,6 +1781,15 @@ public nonisolated struct Opq_V1_ClientRequest: Sendable {
     set {body = .reserve(newValue)}
   }
 
+  /// Keeps reservations open (reply: ReservationsRenewed).
+  public var renewReservations: Opq_V1_RenewReservations {
+    get {
+      if case .renewReservations(let v)? = body {return v}
+      return Opq_V1_RenewReservations()
+    }
+    set {body = .renewReservations(newValue)}
+  }
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   /// Required.
@@ -1809,6 +1818,8 @@ public nonisolated struct Opq_V1_ClientRequest: Sendable {
     case readOutput(Opq_V1_ReadOutput)
     /// Ids for operations not submitted yet (reply: Reserved).
     case reserve(Opq_V1_Reserve)
+    /// Keeps reservations open (reply: ReservationsRenewed).
+    case renewReservations(Opq_V1_RenewReservations)
 
   }
 
@@ -1825,6 +1836,22 @@ public nonisolated struct Opq_V1_Reserve: Sendable {
   // methods supported on all messages.
 
   public var count: UInt32 = 0
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+/// Reservations end with the client that made them: each holds a lease (Reserved.lease_seconds, the
+/// coordinator's --reservation-lease) that this request renews; a reservation whose lease ran out is
+/// given up, as if cancelled. The client library sends one every third of the lease with all it holds.
+public nonisolated struct Opq_V1_RenewReservations: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  /// Reservations (> 2^62); at most 65536.
+  public var ids: [UInt64] = []
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
@@ -2677,6 +2704,15 @@ public nonisolated struct Opq_V1_Reply: Sendable {
     set {result = .reserved(newValue)}
   }
 
+  /// RenewReservations.
+  public var renewed: Opq_V1_ReservationsRenewed {
+    get {
+      if case .renewed(let v)? = result {return v}
+      return Opq_V1_ReservationsRenewed()
+    }
+    set {result = .renewed(newValue)}
+  }
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   /// Required.
@@ -2713,6 +2749,8 @@ public nonisolated struct Opq_V1_Reply: Sendable {
     case output(Opq_V1_OutputSlice)
     /// Reserve.
     case reserved(Opq_V1_Reserved)
+    /// RenewReservations.
+    case renewed(Opq_V1_ReservationsRenewed)
 
   }
 
@@ -2727,6 +2765,26 @@ public nonisolated struct Opq_V1_Reserved: Sendable {
 
   /// The reservations, in order.
   public var ids: [UInt64] = []
+
+  /// Each lasts this long unless renewed (RenewReservations); 0 = no lease.
+  public var leaseSeconds: Double = 0
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+/// A RenewReservations was applied.
+public nonisolated struct Opq_V1_ReservationsRenewed: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  /// Of the ids sent, those no longer open (taken up, given up, expired).
+  public var gone: [UInt64] = []
+
+  /// The others last this long from now unless renewed again.
+  public var leaseSeconds: Double = 0
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
@@ -5230,7 +5288,7 @@ nonisolated extension Opq_V1_Disconnect: SwiftProtobuf.Message, SwiftProtobuf._M
 
 nonisolated extension Opq_V1_ClientRequest: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".ClientRequest"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}request_id\0\u{1}submit\0\u{1}cancel\0\u{3}set_queue\0\u{3}set_priority\0\u{3}add_dependency\0\u{3}remove_dependency\0\u{3}list_queues\0\u{3}list_jobs\0\u{3}get_job\0\u{3}list_operations\0\u{3}get_operation\0\u{3}list_workers\0\u{1}watch\0\u{1}unwatch\0\u{1}wait\0\u{1}heartbeat\0\u{1}prune\0\u{4}R\u{1}read_output\0\u{2}L\u{5}reserve\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}request_id\0\u{1}submit\0\u{1}cancel\0\u{3}set_queue\0\u{3}set_priority\0\u{3}add_dependency\0\u{3}remove_dependency\0\u{3}list_queues\0\u{3}list_jobs\0\u{3}get_job\0\u{3}list_operations\0\u{3}get_operation\0\u{3}list_workers\0\u{1}watch\0\u{1}unwatch\0\u{1}wait\0\u{1}heartbeat\0\u{1}prune\0\u{4}R\u{1}read_output\0\u{2}L\u{5}reserve\0\u{4}v\u{1}renew_reservations\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -5486,6 +5544,19 @@ nonisolated extension Opq_V1_ClientRequest: SwiftProtobuf.Message, SwiftProtobuf
           self.body = .reserve(v)
         }
       }()
+      case 550: try {
+        var v: Opq_V1_RenewReservations?
+        var hadOneofValue = false
+        if let current = self.body {
+          hadOneofValue = true
+          if case .renewReservations(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.body = .renewReservations(v)
+        }
+      }()
       default: break
       }
     }
@@ -5576,6 +5647,10 @@ nonisolated extension Opq_V1_ClientRequest: SwiftProtobuf.Message, SwiftProtobuf
       guard case .reserve(let v)? = self.body else { preconditionFailure() }
       try visitor.visitSingularMessageField(value: v, fieldNumber: 432)
     }()
+    case .renewReservations?: try {
+      guard case .renewReservations(let v)? = self.body else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 550)
+    }()
     case nil: break
     }
     try unknownFields.traverse(visitor: &visitor)
@@ -5614,6 +5689,36 @@ nonisolated extension Opq_V1_Reserve: SwiftProtobuf.Message, SwiftProtobuf._Mess
 
   public static func ==(lhs: Opq_V1_Reserve, rhs: Opq_V1_Reserve) -> Bool {
     if lhs.count != rhs.count {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Opq_V1_RenewReservations: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".RenewReservations"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}ids\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeRepeatedUInt64Field(value: &self.ids) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.ids.isEmpty {
+      try visitor.visitPackedUInt64Field(value: self.ids, fieldNumber: 1)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Opq_V1_RenewReservations, rhs: Opq_V1_RenewReservations) -> Bool {
+    if lhs.ids != rhs.ids {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -6689,7 +6794,7 @@ nonisolated extension Opq_V1_OutputPush: SwiftProtobuf.Message, SwiftProtobuf._M
 
 nonisolated extension Opq_V1_Reply: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".Reply"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}request_id\0\u{1}error\0\u{1}done\0\u{1}submitted\0\u{1}cancelled\0\u{1}dependency\0\u{1}queues\0\u{1}jobs\0\u{1}job\0\u{1}operations\0\u{1}operation\0\u{1}workers\0\u{1}watching\0\u{1}waited\0\u{1}pruned\0\u{2}U\u{1}output\0\u{2}M\u{5}reserved\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}request_id\0\u{1}error\0\u{1}done\0\u{1}submitted\0\u{1}cancelled\0\u{1}dependency\0\u{1}queues\0\u{1}jobs\0\u{1}job\0\u{1}operations\0\u{1}operation\0\u{1}workers\0\u{1}watching\0\u{1}waited\0\u{1}pruned\0\u{2}U\u{1}output\0\u{2}M\u{5}reserved\0\u{2}v\u{1}renewed\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -6906,6 +7011,19 @@ nonisolated extension Opq_V1_Reply: SwiftProtobuf.Message, SwiftProtobuf._Messag
           self.result = .reserved(v)
         }
       }()
+      case 551: try {
+        var v: Opq_V1_ReservationsRenewed?
+        var hadOneofValue = false
+        if let current = self.result {
+          hadOneofValue = true
+          if case .renewed(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.result = .renewed(v)
+        }
+      }()
       default: break
       }
     }
@@ -6984,6 +7102,10 @@ nonisolated extension Opq_V1_Reply: SwiftProtobuf.Message, SwiftProtobuf._Messag
       guard case .reserved(let v)? = self.result else { preconditionFailure() }
       try visitor.visitSingularMessageField(value: v, fieldNumber: 433)
     }()
+    case .renewed?: try {
+      guard case .renewed(let v)? = self.result else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 551)
+    }()
     case nil: break
     }
     try unknownFields.traverse(visitor: &visitor)
@@ -6999,7 +7121,7 @@ nonisolated extension Opq_V1_Reply: SwiftProtobuf.Message, SwiftProtobuf._Messag
 
 nonisolated extension Opq_V1_Reserved: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".Reserved"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}ids\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}ids\0\u{4}g\u{8}lease_seconds\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -7008,6 +7130,7 @@ nonisolated extension Opq_V1_Reserved: SwiftProtobuf.Message, SwiftProtobuf._Mes
       // enabled. https://github.com/apple/swift-protobuf/issues/1034
       switch fieldNumber {
       case 1: try { try decoder.decodeRepeatedUInt64Field(value: &self.ids) }()
+      case 552: try { try decoder.decodeSingularDoubleField(value: &self.leaseSeconds) }()
       default: break
       }
     }
@@ -7017,11 +7140,50 @@ nonisolated extension Opq_V1_Reserved: SwiftProtobuf.Message, SwiftProtobuf._Mes
     if !self.ids.isEmpty {
       try visitor.visitPackedUInt64Field(value: self.ids, fieldNumber: 1)
     }
+    if self.leaseSeconds.bitPattern != 0 {
+      try visitor.visitSingularDoubleField(value: self.leaseSeconds, fieldNumber: 552)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
   public static func ==(lhs: Opq_V1_Reserved, rhs: Opq_V1_Reserved) -> Bool {
     if lhs.ids != rhs.ids {return false}
+    if lhs.leaseSeconds != rhs.leaseSeconds {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Opq_V1_ReservationsRenewed: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".ReservationsRenewed"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}gone\0\u{3}lease_seconds\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeRepeatedUInt64Field(value: &self.gone) }()
+      case 2: try { try decoder.decodeSingularDoubleField(value: &self.leaseSeconds) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.gone.isEmpty {
+      try visitor.visitPackedUInt64Field(value: self.gone, fieldNumber: 1)
+    }
+    if self.leaseSeconds.bitPattern != 0 {
+      try visitor.visitSingularDoubleField(value: self.leaseSeconds, fieldNumber: 2)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Opq_V1_ReservationsRenewed, rhs: Opq_V1_ReservationsRenewed) -> Bool {
+    if lhs.gone != rhs.gone {return false}
+    if lhs.leaseSeconds != rhs.leaseSeconds {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
