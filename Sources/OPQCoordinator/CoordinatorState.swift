@@ -76,6 +76,8 @@ struct CoordinatorState {
     var cause = Cause.start
     /// The id of the latest stimulus.
     var lastCause: UInt64 = 0
+    /// The logger's `cause` metadata (``CauseLabel``).
+    let causeLabel = CauseLabel()
 
     init(configuration: CoordinatorConfiguration, core: Scheduler, instanceID: String, isDurable: Bool, logger: Logger,
          makeSecret: @escaping () -> [UInt8]) {
@@ -84,6 +86,7 @@ struct CoordinatorState {
         self.instanceID = instanceID
         self.isDurable = isDurable
         self.logger = logger
+        self.logger[metadataKey: "cause"] = .stringConvertible(causeLabel)
         self.makeSecret = makeSecret
         events = EventLog(capacity: configuration.eventHistory, byteBudget: configuration.eventHistoryBytes)
         outputs = OutputStore(budget: configuration.outputBudget)
