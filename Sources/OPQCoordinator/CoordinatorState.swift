@@ -155,8 +155,13 @@ struct CoordinatorState {
     /// The journal committed everything of the turn (or there is no journal): every report received so
     /// far is durable, and the workers are told so with the next message they are sent.
     mutating func committed() {
-        for (id, session) in sessions where session.reportsDurable < session.reportsReceived {
-            sessions[id]!.reportsDurable = session.reportsReceived
+        // In place, through the values (no session copied, no key looked up again; see `route`).
+        var index = sessions.values.startIndex
+        while index != sessions.values.endIndex {
+            if sessions.values[index].reportsDurable < sessions.values[index].reportsReceived {
+                sessions.values[index].reportsDurable = sessions.values[index].reportsReceived
+            }
+            sessions.values.formIndex(after: &index)
         }
     }
 
