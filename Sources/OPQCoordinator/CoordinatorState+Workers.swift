@@ -129,8 +129,10 @@ extension CoordinatorState {
 
     /// Notes that the session `id` was heard from: its lease request is echoed from now on.
     private mutating func heard(from id: WorkerID, leaseRequest: UInt64, now: Double) {
-        sessions[id]?.lastHeard = now
-        if leaseRequest > sessions[id]?.leaseRequest ?? 0 { sessions[id]?.leaseRequest = leaseRequest }
+        // One lookup of the name (a string hashed), then in place: this runs for every worker message.
+        guard let index = sessions.index(forKey: id) else { return }
+        sessions.values[index].lastHeard = now
+        if leaseRequest > sessions.values[index].leaseRequest { sessions.values[index].leaseRequest = leaseRequest }
     }
 
     private mutating func register(_ identity: [UInt8], _ register: Opq_V1_Register, peerKey: String?, leaseRequest: UInt64, now: Double) {
