@@ -112,15 +112,16 @@ extension Coordinator {
     /// saturated).
     @discardableResult
     func send(_ message: Opq_V1_CoordinatorToWorker, to id: WorkerID) -> Bool {
-        guard let session = state.sessions[id] else {
+        // One lookup of the name, then the session in place (sending changes no session).
+        guard let index = state.sessions.index(forKey: id) else {
             logger.debug("no session to send to", metadata: ["worker.id": "\(id)"])
             return false
         }
         var message = message
-        message.reportsDurable = session.reportsDurable
-        message.leaseEcho = session.leaseRequest
-        guard send(message, toConnection: session.identity) else { return false }
-        state.sessions[id]?.lastSent = clock.now()
+        message.reportsDurable = state.sessions.values[index].reportsDurable
+        message.leaseEcho = state.sessions.values[index].leaseRequest
+        guard send(message, toConnection: state.sessions.values[index].identity) else { return false }
+        state.sessions.values[index].lastSent = clock.now()
         return true
     }
 

@@ -80,6 +80,8 @@ struct CoordinatorState {
     var cause = Cause.start
     /// The id of the latest stimulus.
     var lastCause: UInt64 = 0
+    /// The logger's `cause` metadata (``CauseLabel``).
+    let causeLabel = CauseLabel()
 
     init(configuration: CoordinatorConfiguration, core: Scheduler, instanceID: String, isDurable: Bool, logger: Logger,
          makeSecret: @escaping () -> [UInt8]) {
@@ -88,6 +90,7 @@ struct CoordinatorState {
         self.instanceID = instanceID
         self.isDurable = isDurable
         self.logger = logger
+        self.logger[metadataKey: "cause"] = .stringConvertible(causeLabel)
         self.makeSecret = makeSecret
         events = EventLog(capacity: configuration.eventHistory, byteBudget: configuration.eventHistoryBytes)
         outputs = OutputStore(budget: configuration.outputBudget)
@@ -158,8 +161,13 @@ struct CoordinatorState {
     /// The journal committed everything of the turn (or there is no journal): every report received so
     /// far is durable, and the workers are told so with the next message they are sent.
     mutating func committed() {
-        for (id, session) in sessions where session.reportsDurable < session.reportsReceived {
-            sessions[id]!.reportsDurable = session.reportsReceived
+        // In place, through the values (no session copied, no key looked up again; see `route`).
+        var index = sessions.values.startIndex
+        while index != sessions.values.endIndex {
+            if sessions.values[index].reportsDurable < sessions.values[index].reportsReceived {
+                sessions.values[index].reportsDurable = sessions.values[index].reportsReceived
+            }
+            sessions.values.formIndex(after: &index)
         }
     }
 

@@ -42,7 +42,9 @@ struct ClusterOptions {
       also measured with `--fsync always` at the largest slot count, to show what power-loss durability costs.
 
       --smoke                 small sizes (2000 ops, 1000-op chain, 200 latency samples): seconds (CI)
-      --bin-dir DIR           where opq-coordinator and opq-worker are (default: beside opq-bench)
+      --bin-dir DIR           where opq-coordinator and opq-worker are (default: beside opq-bench); an
+                              `opq-coordinator` there may be a script exec'ing `valgrind --tool=callgrind` on
+                              the real one (set OPQ_BENCH_STARTUP_SECONDS=120: it starts slowly)
       --ops N                 no-op operations per throughput run (default 100000)
       --slots N,N,...         slots per worker to try for throughput (default 8,64,256)
       --latency-ops N         operations submitted one at a time for latency (default 2000)

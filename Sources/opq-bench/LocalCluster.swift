@@ -55,8 +55,9 @@ final class LocalCluster {
     /// Workers in start order, named `w1`, `w2`, …
     var workers: [ChildProcess] { cluster.workers }
 
-    /// Seconds allowed for a process to come up.
-    static let startupDeadline = 15.0
+    /// Seconds allowed for a process to come up: 15, or `$OPQ_BENCH_STARTUP_SECONDS` (a coordinator run
+    /// under `valgrind --tool=callgrind` through a `--bin-dir` wrapper needs longer).
+    static let startupDeadline = ProcessInfo.processInfo.environment["OPQ_BENCH_STARTUP_SECONDS"].flatMap(Double.init) ?? 15.0
 
     /// Makes `parent/name` for the sockets and logs.
     init(binaries: Binaries, parent: URL, name: String, transport: Transport = .ipc) throws {
