@@ -50,7 +50,7 @@ import Testing
 
         let bad = try cluster.opq(["add", "--after", "queue-3", "--", "true"])
         #expect(bad.status == 2)
-        #expect(bad.stderr.contains("write op-N or job-N"))
+        #expect(bad.stderr.contains("write op-N, op-rN or job-N"), "\(bad.stderr)")
     }
 
     @Test func submitWaitQuietPrintsOnlyTheJobAndTheSummary() throws {
