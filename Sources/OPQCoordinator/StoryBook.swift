@@ -137,16 +137,9 @@ struct StoryBook {
             }
         }
 
-        private mutating func varint(_ value: UInt64) {
-            var value = value
-            while value >= 0x80 {
-                bytes.append(UInt8(truncatingIfNeeded: value) | 0x80)
-                value >>= 7
-            }
-            bytes.append(UInt8(value))
-        }
+        private mutating func varint(_ value: UInt64) { LEB128.append(value, to: &bytes) }
 
-        private mutating func signed(_ value: Int64) { varint(UInt64(bitPattern: (value << 1) ^ (value >> 63))) }
+        private mutating func signed(_ value: Int64) { LEB128.append(LEB128.zigzag(value), to: &bytes) }
 
         /// Reads steps from packed bytes (written by this type only, so never malformed).
         private struct Reader {
@@ -170,10 +163,7 @@ struct StoryBook {
                 }
             }
 
-            mutating func signed() -> UInt64 {
-                let raw = varint()
-                return UInt64(bitPattern: Int64(bitPattern: raw >> 1) ^ -Int64(bitPattern: raw & 1))
-            }
+            mutating func signed() -> UInt64 { UInt64(bitPattern: LEB128.unzigzag(varint())) }
 
             /// The next step (`first`: the story's first step, nil when this is it).
             mutating func step(first: Step?, base: UInt64) -> Step {

@@ -66,14 +66,7 @@ extension Frames {
 private struct WireBytes {
     var bytes: [UInt8] = []
 
-    mutating func varint(_ value: UInt64) {
-        var value = value
-        while value >= 0x80 {
-            bytes.append(UInt8(truncatingIfNeeded: value) | 0x80)
-            value >>= 7
-        }
-        bytes.append(UInt8(value))
-    }
+    mutating func varint(_ value: UInt64) { LEB128.append(value, to: &bytes) }
 
     mutating func tag(_ field: UInt64, wireType: UInt64) { varint(field << 3 | wireType) }
 
