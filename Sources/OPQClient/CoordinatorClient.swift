@@ -62,7 +62,10 @@ public final class CoordinatorClient {
     /// Submits `submission` as one job, accepted whole or refused whole. A non-empty `idempotencyKey`
     /// makes a resend after a timeout return the first acceptance instead of adding the job twice.
     public func submit(_ submission: Submission, idempotencyKey: String = "", timeout: Double = 30) throws(ClientError) -> JobReceipt {
-        JobReceipt(try connection.request(timeout: timeout) { $0.submit = Opq_V1_Submit(submission, idempotencyKey: idempotencyKey) }.reply.submitted)
+        // Encoded one operation at a time: a big job file never exists as protobuf messages all at once.
+        JobReceipt(try connection.request(timeout: timeout) { (id) throws(WireError) in
+            try Opq_V1_ClientRequest.encodedSubmit(id, submission, idempotencyKey: idempotencyKey)
+        }.reply.submitted)
     }
 
     /// Cancels `target` (SEMANTICS §5); returns the operations it cancelled (unfinished at that moment).

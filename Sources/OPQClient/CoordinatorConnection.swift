@@ -119,6 +119,27 @@ public final class CoordinatorConnection {
         }
     }
 
+    /// Sends a request whose bytes `encode` builds for its request id (a big submission:
+    /// ``OPQWire/Opq_V1_ClientRequest/encodedSubmit(_:_:idempotencyKey:)``) and waits up to `timeout`
+    /// seconds for its reply, as ``request(timeout:_:)``.
+    @discardableResult
+    public func request(timeout: Double = 10, encoded encode: (UInt64) throws(WireError) -> [UInt8]) throws(ClientError) -> (reply: Opq_V1_Reply, raw: [[UInt8]]) {
+        let deadline = ContinuousClock.now + .milliseconds(Int(timeout * 1000))
+        let id = nextRequestID
+        nextRequestID += 1
+        let frames: [[UInt8]]
+        do {
+            frames = try Frames.encode(encodedBody: try encode(id))
+        } catch {
+            throw .malformed(error)
+        }
+        guard try send(frames, until: deadline) else { throw noAnswer(timeout) }
+        switch try awaitReply(id, until: deadline, wake: nil) {
+        case .reply(let reply, let raw): return (reply, raw)
+        case .timedOut, .woken: throw noAnswer(timeout)
+        }
+    }
+
     /// Sends a request built by `fill` without waiting for its reply (see ``awaitReply(_:until:wake:)``);
     /// returns its id.
     func send(until deadline: ContinuousClock.Instant, _ fill: (inout Opq_V1_ClientRequest) -> Void,
@@ -252,7 +273,9 @@ public final class CoordinatorConnection {
 
     /// Submits `submission`; returns the receipt.
     public func submit(_ submission: Submission, idempotencyKey: String = "", timeout: Double = 30) throws(ClientError) -> Opq_V1_SubmitAccepted {
-        try request(timeout: timeout) { $0.submit = Opq_V1_Submit(submission, idempotencyKey: idempotencyKey) }.reply.submitted
+        try request(timeout: timeout) { (id) throws(WireError) in
+            try Opq_V1_ClientRequest.encodedSubmit(id, submission, idempotencyKey: idempotencyKey)
+        }.reply.submitted
     }
 
     /// Waits until job `job` has finished (or `timeout`); returns its info.

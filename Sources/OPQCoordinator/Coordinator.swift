@@ -43,6 +43,8 @@ public final class Coordinator: @unchecked Sendable {
     var durability: Durability?
     /// Metrics and dashboard state, when snapshots are published (`Coordinator+Snapshot.swift`).
     var telemetry: Telemetry?
+    /// Free heap pages given back after big submissions (``HeapTrim``).
+    private var heapTrim = HeapTrim()
 
     private let wakeRead: Int32
     private let wakeWrite: Int32
@@ -182,6 +184,7 @@ public final class Coordinator: @unchecked Sendable {
             state.tick(now: now)
             wakeAt = try finishTurn(now: now)
             observeTurn(now: now)
+            heapTrim.afterTurn(operationTotal: state.core.operationTotal)
             if let publish = telemetry?.nextPublish { wakeAt = min(wakeAt, publish) }
         }
         try shutdown()

@@ -54,7 +54,8 @@ struct EntryWriter {
 
     /// Forgets what was written, keeping the storage.
     mutating func reset() {
-        buffer.removeAll(keepingCapacity: buffer.capacity <= 16 << 20)
+        // A big submission's buffer is not kept: steady commits are small.
+        buffer.removeAll(keepingCapacity: buffer.capacity <= 1 << 20)
         count = 0
     }
 }

@@ -260,6 +260,9 @@ public final class Journal {
             let insert = try db.cachedStatement(sql: "INSERT INTO journal (entries) VALUES (?)")
             insert.setUncheckedArguments([Data(pending.buffer)])
             try insert.execute()
+            // The cached statement would keep the blob (and SQLite its bound copy) until the next commit:
+            // after a big submission, two copies of its bytes.
+            insert.setUncheckedArguments([])
         }
         if !pendingOutputs.isEmpty {
             let insert = try db.cachedStatement(sql: """

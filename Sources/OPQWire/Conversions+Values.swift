@@ -151,7 +151,9 @@ extension Opq_V1_Command {
 extension Command {
     /// The core command of a wire command.
     public init(_ wire: Opq_V1_Command) {
-        self.init(wire.argv, environment: wire.environment,
+        // A copy of the arguments' array: the decoded one sits among the message's own allocations, which
+        // a big submission frees at once (the coordinator then gives those pages back: ``HeapTrim``).
+        self.init(wire.argv.map { $0 }, environment: wire.environment,
                   workingDirectory: wire.hasWorkingDirectory ? wire.workingDirectory : nil)
         inputs = wire.inputs
         outputs = wire.outputs

@@ -32,7 +32,8 @@ enum JobFileBenchmark {
         directory and removed afterwards. In-process phases show wall seconds and CPU seconds (the CPU
         time is what stays put on a busy machine). End to end, `opq submit FILE` runs against a fresh
         coordinator (no workers, ipc): its wall time, the CLI's peak RSS, the coordinator's CPU and its
-        resident growth per operation. GNU parallel takes ≈ 8 ms per command even with --dry-run, so it
+        resident growth per operation, at once and 1.5 s later (after the coordinator's next quiet turn,
+        which gives freed heap pages back). GNU parallel takes ≈ 8 ms per command even with --dry-run, so it
         reads at most the first 2,000 commands and its time is scaled to N (linear: measured 8.3–9.2 ms
         per command at 2,000 and 50,000). Build with -c release for figures worth quoting.
         """
@@ -97,7 +98,9 @@ enum JobFileBenchmark {
         let (load, jobFile) = try timed { try JobFile.load(path: path) }
         let (check, _) = try timed { try Scheduler().check(jobFile.submission) }
         let (throwaway, _) = try timed { var scheduler = Scheduler(); return try scheduler.submit(jobFile.submission, at: 0) }
-        let (encode, bytes) = try timed { () throws -> [UInt8] in try Opq_V1_Submit(jobFile.submission).serializedBytes() }
+        let (encode, bytes) = try timed { () throws -> [UInt8] in try Opq_V1_Submit.encodedBytes(jobFile.submission) }
+        let (wholeEncode, wholeBytes) = try timed { () throws -> [UInt8] in try Opq_V1_Submit(jobFile.submission).serializedBytes() }
+        guard wholeBytes == bytes else { throw ClusterBenchError("the Submit encoded one operation at a time differs from the whole message's bytes") }
         let (decode, decoded) = try timed { Submission(try Opq_V1_Submit(serializedBytes: bytes)) }
         let (submit, _) = try timed { var scheduler = Scheduler(); return try scheduler.submit(decoded, at: 0) }
         row("CLI: JobFile.load now (\(json ? "JSON in slices" : "one YAML document"), Scheduler.check)", load)
@@ -110,7 +113,8 @@ enum JobFileBenchmark {
             row("  of which Yams compose", compose)
         }
         row("CLI before: the check on a throwaway scheduler", throwaway)
-        row("wire: encode Submit (\(Format.grouped(bytes.count)) B)", encode)
+        row("wire: encode Submit one operation at a time (\(Format.grouped(bytes.count)) B)", encode)
+        row("wire before: build the whole Submit message, then encode it", wholeEncode)
         row("coordinator: decode Submit", decode)
         row("coordinator: core submit", submit)
         row("opq in all now (no sockets, no journal)", load + encode + decode + submit)
@@ -123,7 +127,7 @@ enum JobFileBenchmark {
     /// `opq submit FILE` against a fresh coordinator of each build, side by side.
     static func endToEnd(path: String, count: Int, builds: [(name: String, binaries: Binaries)], directory: URL, parallel: Double?) throws {
         var table = TextTable([.init("build", right: false), .init("accepted in s"), .init("CLI peak RSS MB"), .init("coordinator CPU s"),
-                               .init("coordinator B / op")])
+                               .init("coordinator B / op"), .init("B / op 1.5 s later")])
         for (k, build) in builds.enumerated() {
             let cluster = try LocalCluster(binaries: build.binaries, parent: directory, name: "cluster-\(k)")
             defer { cluster.stop() }
@@ -147,12 +151,17 @@ enum JobFileBenchmark {
                 throw ClusterBenchError("opq submit exited with status \(status)\n\(log)")
             }
             let perOperation = Double((residentBytes(of: coordinator.pid) ?? 0) - rssBefore) / Double(count)
+            // The coordinator gives freed heap pages back at its first quiet turn after a big submission
+            // (its heartbeat comes each second): what stays resident is read again after that.
+            usleep(1_500_000)
+            let settled = Double((residentBytes(of: coordinator.pid) ?? 0) - rssBefore) / Double(count)
             let timeReport = try? String(contentsOfFile: rssFile, encoding: .utf8)
             let kilobytes = timeReport.flatMap { Int($0.trimmingCharacters(in: .whitespacesAndNewlines)) } ?? submit.peakResidentKilobytes ?? 0
             table.append([build.name, Format.fixed(seconds, 3), Format.fixed(Double(kilobytes) / 1024, 1),
-                          Format.fixed((coordinator.cpuSeconds ?? 0) - cpuBefore, 3), Format.fixed(perOperation, 0)])
+                          Format.fixed((coordinator.cpuSeconds ?? 0) - cpuBefore, 3), Format.fixed(perOperation, 0),
+                          Format.fixed(settled, 0)])
         }
-        if let parallel { table.append(["GNU parallel --dry-run (scaled)", Format.fixed(parallel, 3), "", "", ""]) }
+        if let parallel { table.append(["GNU parallel --dry-run (scaled)", Format.fixed(parallel, 3), "", "", "", ""]) }
         print("\nopq submit FILE, end to end (fresh coordinator, no workers):")
         print(table.render())
     }

@@ -65,6 +65,53 @@ import Testing
         #expect(steps[1].exitCode == nil && steps[1].retryAt == nil && steps[1].isCancelled && steps[1].worker == WorkerID("w9"))
         #expect(MemoryLayout<StoryBook.Step>.stride == 40)
     }
+
+    @Test func packedStepsGiveBackEveryStepExactlyAtTheExtremes() {
+        typealias Step = StoryBook.Step
+        let base = (1.8e9 + 0.123456789).bitPattern
+        let steps = [
+            Step(sequence: 1_000_000, time: 1.8e9 + 0.123456789, packedCause: 12_345 << 8 | 1, retryDelay: 0, status: 0,
+                 worker: 0, attempt: 0, state: 0, reason: 0),
+            Step(sequence: UInt64.max, time: 0, packedCause: UInt64.max, retryDelay: .greatestFiniteMagnitude, status: .min,
+                 worker: .max, attempt: .max, state: 0xFF, reason: 0xFF),
+            Step(sequence: 0, time: -1e300, packedCause: 0, retryDelay: 0.25, status: .max, worker: 1, attempt: 1, state: 0x1B, reason: 0x83),
+            Step(sequence: 1_000_001, time: .infinity, packedCause: 12_345 << 8 | 1, retryDelay: 0, status: -1, worker: 0, attempt: 3,
+                 state: 4, reason: 0),
+            Step(sequence: 1_000_002, time: 1.8e9 + 0.123456789 - 1e-6, packedCause: 1, retryDelay: 0, status: 0, worker: 2,
+                 attempt: 0, state: 2, reason: 0),
+        ]
+        var packed = StoryBook.PackedSteps()
+        for step in steps { packed.append(step, base: base) }
+        #expect(packed.steps(base: base) == steps)
+        #expect(packed.count == steps.count)
+        packed.remove(at: 2)
+        #expect(packed.steps(base: base) == [steps[0], steps[1], steps[3], steps[4]])
+        packed.remove(at: 3)
+        packed.trim()
+        #expect(packed.steps(base: base) == [steps[0], steps[1], steps[3]])
+        #expect(packed.bytes.capacity < packed.bytes.count + 16)  // what malloc rounds up only
+    }
+
+    @Test func aRunOnceStoryPacksIntoFewBytes() {
+        var book = StoryBook()
+        let start = 1_800_000_000.5
+        let changes: [(OperationState, WorkerID?, Int32?, Outcome?)] = [
+            (.pending, nil, nil, nil), (.ready, nil, nil, nil), (.dispatched, WorkerID("w1"), nil, nil), (.executing, WorkerID("w1"), nil, nil),
+            (.finished, WorkerID("w1"), 0, .succeeded),
+        ]
+        for (k, change) in changes.enumerated() {
+            let event = OperationEvent(operation: OperationID(200_000), job: JobID(1), state: change.0, attempt: k >= 2 ? 1 : 0,
+                                       worker: change.1, outcome: change.3, reason: change.3 == nil ? nil : .exitStatus,
+                                       exitCode: change.2, signal: nil, retryAt: nil, time: start + Double(k) * 0.0003)
+            book.record(event, sequence: 1_000_000 + UInt64(k) * 400_000, cause: Cause(id: 500_000 + UInt64(k) * 200_000, kind: .workerReport))
+        }
+        let steps = book.story(of: OperationID(200_000))!.steps
+        #expect(steps.map(\.state) == changes.map(\.0))
+        #expect(steps.map(\.time) == changes.indices.map { start + Double($0) * 0.0003 })
+        #expect(steps.last?.outcome == .succeeded && steps.last?.exitCode == 0 && steps.last?.worker == WorkerID("w1"))
+        // 40-byte steps took 200 bytes (and an array of 6 reserved); packed, the five take at most 64.
+        #expect(book.packedBytes(of: OperationID(200_000)) <= 64)
+    }
 }
 
 /// Running output pushed to the watches that asked for it (`Watch.include_output`).
