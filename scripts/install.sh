@@ -42,7 +42,12 @@ build=(swift build -c release --static-swift-stdlib --scratch-path "$scratch" -X
 products=(opq opq-coordinator opq-worker)
 echo "install.sh: building ${products[*]} (release, static Swift runtime, revision $revision)" >&2
 for product in "${products[@]}"; do
-    "${build[@]}" --product "$product"
+    link=()
+    # opq is a short-lived command: linked as a fixed-address (non-PIE) executable, its start does not
+    # relocate the ≈ 85,000 addresses of a position-independent image, page by page (issue 19:
+    # `opq status` 6.2 → 5.2 ms CPU, page faults 776 → 561; `opq-bench start`). The daemons stay PIE.
+    [ "$product" = opq ] && link=(-Xlinker -no-pie)
+    "${build[@]}" "${link[@]}" --product "$product"
 done
 bin=$("${build[@]}" --show-bin-path)
 

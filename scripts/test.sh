@@ -75,3 +75,4 @@ swift run --skip-build opq-bench cancel --smoke
 swift run --skip-build opq-bench wire --smoke
 swift run --skip-build opq-bench prune --smoke
 swift run --skip-build opq-bench jobfile --smoke
+swift run --skip-build opq-bench start --smoke

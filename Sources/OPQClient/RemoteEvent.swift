@@ -38,6 +38,10 @@ public enum RemoteEvent: Sendable, Hashable {
         /// Foundation's `isCancelled`: a cancel (by any client) of a dispatched or executing operation
         /// comes as an event of its unchanged state with this set, before the finish.
         public var isCancelled: Bool
+        /// For a `finished` that the worker's report ended: bytes the command wrote to stdout and to stderr
+        /// in all (nil = not known: read the output to see).
+        public var stdoutBytes: UInt64?
+        public var stderrBytes: UInt64?
 
         /// A state change with these fields (e.g. one a client infers from a snapshot).
         public init(sequence: UInt64 = 0, operation: OperationID, job: JobID, state: OperationState, attempt: Int = 0,
@@ -71,6 +75,8 @@ public enum RemoteEvent: Sendable, Hashable {
             signal = event.hasSignal ? event.signal : nil
             time = event.time
             isCancelled = event.cancelled
+            stdoutBytes = event.hasStdoutBytes ? event.stdoutBytes : nil
+            stderrBytes = event.hasStderrBytes ? event.stderrBytes : nil
         }
     }
 

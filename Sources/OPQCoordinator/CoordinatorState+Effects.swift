@@ -82,7 +82,7 @@ extension CoordinatorState {
             var message = Opq_V1_CoordinatorToClient()
             message.events.watch = watchers.values[index].watch
             message.events.previous = watchers.values[index].previous
-            message.events.items = watchers.values[index].pending.map(\.wire)
+            message.events.items = watchers.values[index].pending.map { $0.wire(outputs: outputs) }
             watchers.values[index].previous = last.sequence
             watchers.values[index].pending.removeAll()
             if let frames = frame(message, identity: watchers.values[index].identity) { messages.append(frames) }

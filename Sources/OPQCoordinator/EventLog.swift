@@ -28,6 +28,26 @@ struct LoggedEvent {
         return event
     }
 
+    /// The event as the protocol carries it, a finish that a worker's report ended with its output
+    /// sizes from that report (`outputs`), so a client printing output fetches none when there is none.
+    /// Only a finish by the report of the attempt that ran last says so for sure (reasons a report gives:
+    /// completed, exit status, signal, error): after a lost worker, a timeout or a cancel the kept report
+    /// may be an earlier attempt's, and the sizes stay absent (not known).
+    func wire(outputs: OutputStore) -> Opq_V1_Event {
+        var event = wire
+        guard case .operation(let change) = kind, change.state == .finished else { return event }
+        switch change.reason {
+        case .completed?, .exitStatus?, .signal?, .error?:
+            if let report = outputs[change.operation] {
+                event.operation.stdoutBytes = report.stdoutTotal
+                event.operation.stderrBytes = report.stderrTotal
+            }
+        default:
+            break
+        }
+        return event
+    }
+
     /// Approximate bytes this event keeps alive in the log: its inline size plus the progress text it
     /// alone holds (worker names are shared strings, counted once by their sessions).
     var cost: Int {

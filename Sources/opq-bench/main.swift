@@ -5,7 +5,8 @@
 // `opq-bench cancel` times cancel, timeout and kill escalation, idle vs saturated (CancelBenchmark);
 // `opq-bench prune` times `opq prune` in the core, walking the finish order vs scanning (PruneBenchmark);
 // `opq-bench wire` times encoding, framing and decoding hot-path messages beside JSON (WireBenchmark);
-// `opq-bench jobfile` times accepting a big job file, phase by phase, beside GNU parallel (JobFileBenchmark).
+// `opq-bench jobfile` times accepting a big job file, phase by phase, beside GNU parallel (JobFileBenchmark);
+// `opq-bench start` times one short `opq` command (status, --version) beside /bin/true (StartBenchmark).
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -26,6 +27,9 @@ if CommandLine.arguments.count > 1 && CommandLine.arguments[1] == "prune" {
 }
 if CommandLine.arguments.count > 1 && CommandLine.arguments[1] == "jobfile" {
     exit(JobFileBenchmark.run(Array(CommandLine.arguments.dropFirst(2))))
+}
+if CommandLine.arguments.count > 1 && CommandLine.arguments[1] == "start" {
+    exit(StartBenchmark.run(Array(CommandLine.arguments.dropFirst(2))))
 }
 if CommandLine.arguments.count > 1 && CommandLine.arguments[1] == "map" {
     exit(MapBenchmark.run(Array(CommandLine.arguments.dropFirst(2))))

@@ -94,13 +94,14 @@ struct OPQCommand: ParsableCommand {
             print(OPQVersion.line)
             Foundation.exit(0)
         }
+        // Before the check below: it reads every subcommand's configuration (issue 19: start time).
+        if arguments.first == "status", let command = StatusCommand.parsedByHand(Array(arguments.dropFirst())) { runExiting(command) }
         if let unknown = unknownSubcommand(arguments) {
             let names = commandNames + ["help"]
             printError("opq: '\(unknown)' is not an opq command" + Suggestion.hint(for: unknown, among: names)
                        + "; the commands are: " + names.joined(separator: ", "))
             Foundation.exit(ExitStatus.usage.rawValue)
         }
-        if arguments.first == "status", let command = StatusCommand.parsedByHand(Array(arguments.dropFirst())) { runExiting(command) }
         if let command = parsedAlone(arguments) { runExiting(command) }
         runExiting(nil, arguments)
     }

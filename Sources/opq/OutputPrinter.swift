@@ -61,6 +61,9 @@ final class OutputPrinter {
     private var done: Set<OperationID> = []
     /// Operations seen finished, with their outcome (nil = finished as far as the job's end tells).
     private var outcomes: [OperationID: Outcome?] = [:]
+    /// Streams a finish said were empty (``RemoteEvent/StateChange/stdoutBytes``): nothing to fetch, so
+    /// `opq map` over commands that print nothing asks the coordinator for no output at all.
+    private var empty: Set<Key> = []
     private var nextInOrder = 0
     private var failure: ClientError?
 
@@ -100,6 +103,8 @@ final class OutputPrinter {
         switch change.state {
         case .finished where outcomes[id] == nil:
             outcomes[id] = .some(change.outcome)
+            if change.stdoutBytes == 0 { empty.insert(Key(id: id, stream: .standardOutput)) }
+            if change.stderrBytes == 0 { empty.insert(Key(id: id, stream: .standardError)) }
             switch mode {
             case .group, .lineBuffer: emit(id)
             case .keepOrder: emitInOrder()
@@ -155,6 +160,10 @@ final class OutputPrinter {
     /// partial line and says when the output was not kept whole.
     private func pump(_ key: Key, final: Bool) {
         guard failure == nil else { return }
+        if final, empty.remove(key) != nil, cursors[key]?.pending.isEmpty ?? true {
+            cursors[key] = nil
+            return
+        }
         var cursor = cursors[key] ?? Cursor()
         do {
             let copy = try connection.copyOutput(key.id, key.stream, from: cursor.offset) { bytes in

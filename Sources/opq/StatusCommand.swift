@@ -102,17 +102,20 @@ extension StatusCommand {
     /// lookups — about as much as the rest of the command (issue 19). Any other word (`--help`, a
     /// mistake, `--`, a repeat) gives nil, and ArgumentParser reads the line as always, with its messages.
     static func parsedByHand(_ arguments: [String]) -> StatusCommand? {
-        var values: [String: String] = [:]
+        // The global options' values in ``OPQCommand/globalOptionNames`` order. (No dictionary: its first
+        // generic instantiation alone is a scan of every protocol conformance at start.)
+        var values: [String?] = [nil, nil, nil]
         var job: String?
         var json = false
         var rest = arguments[...]
         while let word = rest.popFirst() {
             if word == "--json", !json {
                 json = true
-            } else if let name = OPQCommand.globalOptionNames.first(where: { word == $0 || word.hasPrefix($0 + "=") }) {
+            } else if let k = OPQCommand.globalOptionNames.firstIndex(where: { word == $0 || word.hasPrefix($0 + "=") }) {
+                let name = OPQCommand.globalOptionNames[k]
                 let value = word == name ? rest.popFirst() : String(word.dropFirst(name.count + 1))
-                guard let value, !value.hasPrefix("-"), values[name] == nil else { return nil }
-                values[name] = value
+                guard let value, !value.hasPrefix("-"), values[k] == nil else { return nil }
+                values[k] = value
             } else if !word.hasPrefix("-"), job == nil {
                 job = word
             } else {
@@ -120,9 +123,9 @@ extension StatusCommand {
             }
         }
         var global = GlobalOptions()
-        global.coordinator = values["--coordinator"]
-        global.serverKey = values["--server-key"]
-        global.curveKey = values["--curve-key"]
+        global.coordinator = values[0]
+        global.serverKey = values[1]
+        global.curveKey = values[2]
         // A key that cannot be read: ArgumentParser reports it, as always.
         guard (try? global.validate()) != nil else { return nil }
         var command = StatusCommand()

@@ -3762,6 +3762,26 @@ public nonisolated struct Opq_V1_OperationEvent: Sendable {
   /// event of its unchanged state with this set (the finish follows when the worker reports).
   public var cancelled: Bool = false
 
+  /// For a finished that a worker's report ended: bytes its command wrote to stdout / stderr in all, so a
+  /// client printing output (opq map) asks for none when there is none. Absent = not known (ask).
+  public var stdoutBytes: UInt64 {
+    get {_stdoutBytes ?? 0}
+    set {_stdoutBytes = newValue}
+  }
+  /// Returns true if `stdoutBytes` has been explicitly set.
+  public var hasStdoutBytes: Bool {self._stdoutBytes != nil}
+  /// Clears the value of `stdoutBytes`. Subsequent reads from it will return its default value.
+  public mutating func clearStdoutBytes() {self._stdoutBytes = nil}
+
+  public var stderrBytes: UInt64 {
+    get {_stderrBytes ?? 0}
+    set {_stderrBytes = newValue}
+  }
+  /// Returns true if `stderrBytes` has been explicitly set.
+  public var hasStderrBytes: Bool {self._stderrBytes != nil}
+  /// Clears the value of `stderrBytes`. Subsequent reads from it will return its default value.
+  public mutating func clearStderrBytes() {self._stderrBytes = nil}
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
@@ -3769,6 +3789,8 @@ public nonisolated struct Opq_V1_OperationEvent: Sendable {
   fileprivate var _exitCode: Int32? = nil
   fileprivate var _signal: Int32? = nil
   fileprivate var _retryAt: Double? = nil
+  fileprivate var _stdoutBytes: UInt64? = nil
+  fileprivate var _stderrBytes: UInt64? = nil
 }
 
 // MARK: - Code below here is support for the SwiftProtobuf runtime.
@@ -8626,7 +8648,7 @@ nonisolated extension Opq_V1_Event: SwiftProtobuf.Message, SwiftProtobuf._Messag
 
 nonisolated extension Opq_V1_OperationEvent: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".OperationEvent"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}operation\0\u{1}job\0\u{1}state\0\u{1}attempt\0\u{1}worker\0\u{1}outcome\0\u{1}reason\0\u{3}exit_code\0\u{1}signal\0\u{3}retry_at\0\u{1}time\0\u{2}j\u{2}cancelled\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}operation\0\u{1}job\0\u{1}state\0\u{1}attempt\0\u{1}worker\0\u{1}outcome\0\u{1}reason\0\u{3}exit_code\0\u{1}signal\0\u{3}retry_at\0\u{1}time\0\u{2}j\u{2}cancelled\0\u{4}A\u{7}stdout_bytes\0\u{3}stderr_bytes\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -8646,6 +8668,8 @@ nonisolated extension Opq_V1_OperationEvent: SwiftProtobuf.Message, SwiftProtobu
       case 10: try { try decoder.decodeSingularDoubleField(value: &self._retryAt) }()
       case 11: try { try decoder.decodeSingularDoubleField(value: &self.time) }()
       case 181: try { try decoder.decodeSingularBoolField(value: &self.cancelled) }()
+      case 630: try { try decoder.decodeSingularUInt64Field(value: &self._stdoutBytes) }()
+      case 631: try { try decoder.decodeSingularUInt64Field(value: &self._stderrBytes) }()
       default: break
       }
     }
@@ -8692,6 +8716,12 @@ nonisolated extension Opq_V1_OperationEvent: SwiftProtobuf.Message, SwiftProtobu
     if self.cancelled != false {
       try visitor.visitSingularBoolField(value: self.cancelled, fieldNumber: 181)
     }
+    try { if let v = self._stdoutBytes {
+      try visitor.visitSingularUInt64Field(value: v, fieldNumber: 630)
+    } }()
+    try { if let v = self._stderrBytes {
+      try visitor.visitSingularUInt64Field(value: v, fieldNumber: 631)
+    } }()
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -8708,6 +8738,8 @@ nonisolated extension Opq_V1_OperationEvent: SwiftProtobuf.Message, SwiftProtobu
     if lhs._retryAt != rhs._retryAt {return false}
     if lhs.time != rhs.time {return false}
     if lhs.cancelled != rhs.cancelled {return false}
+    if lhs._stdoutBytes != rhs._stdoutBytes {return false}
+    if lhs._stderrBytes != rhs._stderrBytes {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
