@@ -106,6 +106,10 @@ struct JSONOperationSlices {
         return (String(decoding: text, as: UTF8.self), first.line - 2)
     }
 
+    /// Items `range` built straight into nodes at their file lines (``JSONNodes``), or nil: then
+    /// ``slice(_:)`` is composed with Yams.
+    func nodes(_ range: Range<Int>) -> [Node]? { JSONNodes.items(items[range], in: bytes) }
+
     /// A cursor over strict JSON, counting lines and columns.
     private struct Scan {
         let bytes: [UInt8]

@@ -103,6 +103,12 @@ public struct JobFile: Sendable {
         var start = 0
         while start < slices.items.count {
             let end = min(start + JSONOperationSlices.sliceSize, slices.items.count)
+            if let nodes = slices.nodes(start..<end) {
+                parser.reader.lineOffset = 0
+                try parser.parseItems(Node.Sequence(nodes))
+                start = end
+                continue
+            }
             let (text, lineOffset) = slices.slice(start..<end)
             parser.reader.lineOffset = lineOffset
             guard case .sequence(let items)? = try compose(text, file: file, isJSON: true, reader: parser.reader, maxNodes: nil) else {

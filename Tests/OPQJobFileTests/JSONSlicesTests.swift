@@ -53,6 +53,31 @@ import Testing
         }
     }
 
+    /// Items are built without Yams (``JSONNodes``): escapes, non-ASCII text, numbers,
+    /// keys in any order and empty containers read as Yams reads them, and errors keep their lines.
+    @Test func itemsBuiltWithoutYamsReadAsYamsReadsThem() throws {
+        let text = Self.jsonText(30) { k, line in
+            switch k {
+            case 3: "    {\"command\": [\"echo\", \"a\\\"b\\\\c\\/d\\n\\t\\u00e9 é\"], \"name\": \"op-3\"}"
+            case 4: "    {\"name\": \"op-4\", \"retries\": 3, \"timeout\": 15.5, \"priority\": -4, \"command\": [\"true\"],\n"
+                + "     \"env\": {}, \"labels\": {\"k\": \"v\"}, \"inputs\": [], \"qos\": \"utility\"}"
+            case 5: "    { \"name\" : \"op-5\" , \"command\" : [ \"x\" ]  }"
+            default: line
+            }
+        }
+        let (json, yaml) = Self.bothWays(text)
+        let summaries = (json.map(Self.summary), yaml.map(Self.summary))
+        #expect((try? json.get()) != nil)
+        #expect("\(summaries.0)" == "\(summaries.1)")
+        let wrong = Self.jsonText(30) { k, line in k == 7 ? "    {\"name\": \"op-7\",\n  \"retries\": true, \"command\": [\"x\"]}" : line }
+        let errors = Self.bothWays(wrong)
+        #expect("\(errors.json)" == "\(errors.yaml)")
+        #expect((try? errors.json.get()) == nil)
+        // libyaml refuses surrogate escapes; the JSON reading leaves them to it.
+        let surrogate = Self.bothWays(Self.jsonText(30) { k, line in k == 2 ? "    {\"name\": \"\\ud83d\\ude00\", \"command\": [\"x\"]}" : line })
+        #expect("\(surrogate.json)".replacing("JSON syntax", with: "YAML syntax") == "\(surrogate.yaml)")
+    }
+
     /// Errors deep in a big file name the file's own line, like the whole-document reading.
     @Test func errorsInALaterSliceNameTheFilesLine() throws {
         let mistakes: [(Int, (String) -> String, field: String)] = [
