@@ -17,25 +17,6 @@ import Testing
         return events
     }
 
-    /// Worker `name` reports attempt `attempt` of `operation` finished, its command having written
-    /// `stdout` and `stderr` bytes in all.
-    static func finished(_ d: inout StateDriver, _ name: String, _ operation: UInt64, attempt: UInt32 = 1,
-                         status: Opq_V1_AttemptStatus, exitCode: Int32, stdout: UInt64, stderr: UInt64, sequence: UInt64) throws {
-        _ = try d.worker(name) {
-            $0.reports.sequence = sequence
-            $0.reports.items = [.with {
-                $0.finished = .with {
-                    $0.operation = operation
-                    $0.attempt = attempt
-                    $0.status = status
-                    $0.exitCode = exitCode
-                    $0.stdout.totalBytes = stdout
-                    $0.stderr.totalBytes = stderr
-                }
-            }]
-        }
-    }
-
     @Test func aFinishByAReportCarriesItsOutputSizes() throws {
         var d = StateDriver()
         _ = try d.register("w1", slots: 2)
@@ -43,8 +24,8 @@ import Testing
         _ = d.turn()
         _ = try d.client("alice", 2) { $0.watch.job = 1 }
         _ = d.turn()
-        try Self.finished(&d, "w1", 1, status: .succeeded, exitCode: 0, stdout: 0, stderr: 0, sequence: 1)
-        try Self.finished(&d, "w1", 2, status: .failed, exitCode: 3, stdout: 12, stderr: 5, sequence: 2)
+        _ = try d.finished("w1", 1, status: .succeeded, exitCode: 0, stdout: 0, stderr: 0, sequence: 1)
+        _ = try d.finished("w1", 2, status: .failed, exitCode: 3, stdout: 12, stderr: 5, sequence: 2)
         let finishes = try Self.events(d.state.finishTurn(now: d.now), to: "alice").filter { $0.state == .finished }
         #expect(finishes.map(\.operation) == [1, 2])
         #expect(finishes.map(\.hasStdoutBytes) == [true, true] && finishes.map(\.hasStderrBytes) == [true, true])
@@ -60,7 +41,7 @@ import Testing
         _ = d.turn()
         // "waited" is cancelled before it ran: no report of it, nothing known of its output.
         _ = try d.client("alice", 3) { $0.cancel.operation = 2 }
-        try Self.finished(&d, "w1", 1, status: .succeeded, exitCode: 0, stdout: 4, stderr: 0, sequence: 1)
+        _ = try d.finished("w1", 1, status: .succeeded, exitCode: 0, stdout: 4, stderr: 0, sequence: 1)
         let finishes = try Self.events(d.state.finishTurn(now: d.now), to: "alice").filter { $0.state == .finished }
         #expect(finishes.map(\.operation).sorted() == [1, 2])
         let waited = try #require(finishes.first { $0.operation == 2 })
