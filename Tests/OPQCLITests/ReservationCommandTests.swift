@@ -9,15 +9,11 @@ import Testing
     @Test func showAddAndCancelTakeAReservationAndAnEndedOneIsAClearError() throws {
         let scratch = try Scratch()
         defer { scratch.remove() }
-        let clients = "ipc://\(scratch.path("clients.sock"))"
-        let workers = "ipc://\(scratch.path("workers.sock"))"
-        let coordinator = try Run("opq-coordinator", ["--workers-endpoint", workers, "--clients-endpoint", clients], in: scratch)
-        let worker = try Run("opq-worker", ["--coordinator", workers, "--slots", "2", "--name", "w1"], in: scratch)
-        defer { worker.stop(); coordinator.stop() }
+        let cluster = try AddWatchCommandTests.Cluster(scratch)
+        defer { cluster.stop() }
+        let clients = try #require(cluster.environment["OPQ_COORDINATOR"])
         func opq(_ arguments: [String]) throws -> (status: Int32?, stdout: String, stderr: String) {
-            let run = try Run("opq", arguments, in: scratch, environment: ["OPQ_COORDINATOR": clients])
-            let status = run.finish(within: 60)
-            return (status, run.stdout, run.stderr)
+            try cluster.opq(arguments, within: 60)
         }
 
         // A client program whose "report" waits for an operation it has not added: reservation op-r1.

@@ -118,10 +118,7 @@ import Testing
 @Suite struct OutputPushStateTests {
     @Test func aChunkGoesToTheSpoolThenAtOnceToEachWatchThatAskedForOutput() throws {
         var d = StateDriver()
-        _ = try d.register("w1")
-        _ = try d.submit(1, ["a"])
-        _ = d.turn()
-        _ = try d.started("w1", 1, sequence: 1)
+        try d.runOneOperation()
         _ = try d.client("alice", 2) { $0.watch.job = 1; $0.watch.includeOutput = true }
         _ = try d.client("bob", 3) { $0.watch.job = 1 }
         _ = try d.client("carol", 4) { $0.watch.queue = "elsewhere"; $0.watch.includeOutput = true }

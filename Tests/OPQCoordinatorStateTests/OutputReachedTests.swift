@@ -10,10 +10,7 @@ import Testing
 @Suite struct OutputReachedTests {
     @Test func aWatchStartingAfterOutputWasWrittenIsToldWhereEachStreamHasReached() throws {
         var d = StateDriver()
-        _ = try d.register("w1")
-        _ = try d.submit(1, ["a"])
-        _ = d.turn()
-        _ = try d.started("w1", 1, sequence: 1)
+        try d.runOneOperation()
         _ = try d.output("w1", 1, "first\n", sequence: 2)
         _ = try d.output("w1", 1, offset: 6, "second\n", sequence: 3)
         _ = try d.output("w1", 1, stream: .stderr, "oops\n", sequence: 4)
@@ -30,10 +27,7 @@ import Testing
 
     @Test func aClientWithMessagesWaitingIsToldWhereTheStreamReachedBehindThem() throws {
         var d = StateDriver()
-        _ = try d.register("w1")
-        _ = try d.submit(1, ["a"])
-        _ = d.turn()
-        _ = try d.started("w1", 1, sequence: 1)
+        try d.runOneOperation()
         _ = try d.client("alice", 2) { $0.watch.job = 1; $0.watch.includeOutput = true }
         _ = d.turn()
         d.state.keepForLater(try Frames.encode(Opq_V1_CoordinatorToClient.reply(9) { $0.done = Opq_V1_Done() }, to: Array("alice".utf8)),
@@ -44,10 +38,7 @@ import Testing
 
     @Test func anAttemptsOutputIsForgottenWhenItFinishesOrANewAttemptWrites() throws {
         var d = StateDriver()
-        _ = try d.register("w1")
-        _ = try d.submit(1, ["a"])
-        _ = d.turn()
-        _ = try d.started("w1", 1, sequence: 1)
+        try d.runOneOperation()
         _ = try d.output("w1", 1, "first\n", sequence: 2)
         #expect(d.state.runningOutput[OperationID(1)] == RunningOutput(attempt: 1, stdout: 6, stderr: 0))
         _ = try d.finished("w1", 1, sequence: 3)

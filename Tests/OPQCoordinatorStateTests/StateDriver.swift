@@ -98,6 +98,14 @@ struct StateDriver {
         return state.takeActions().map(render)
     }
 
+    /// Worker `name` (one slot) registers and runs job 1's only operation, op 1 (`name`), reported started.
+    mutating func runOneOperation(on name: String = "w1") throws {
+        _ = try register(name)
+        _ = try submit(1, ["a"])
+        _ = turn()
+        _ = try started(name, 1, sequence: 1)
+    }
+
     /// A request from the client connection `client`; returns the actions it caused at once.
     mutating func client(_ client: String = "alice", _ id: UInt64, _ fill: (inout Opq_V1_ClientRequest) -> Void) throws -> [String] {
         var request = Opq_V1_ClientRequest()
