@@ -128,20 +128,22 @@ final class AgentConnection {
             context.close()
         }
         rebuildPoller()
-        // Dispatched commands are spawned from this thread, which serves the worker until it stops.
+        // Dispatched commands are spawned from this thread, which serves the worker until it stops; what
+        // an attempt started here posts at once is taken before the next poll, without a wake-up.
         ChildSpawn.markThreadLongLived()
+        agent.inbox.adoptCurrentThread()
         logger.info("worker starting", metadata: ["slots": "\(configuration.slots)"])
         while !done {
             try poll(now: MonotonicClock.now())
             let now = MonotonicClock.now()
-            absorbEvents()
+            absorbEvents(pipeReadable: poller.isReadable(Self.inboxItem))
             receiveAll(now: now)
             applyStopRequest(now: now)
             releaseSignalledFromOutside(now: now)
             try advance(now: now)
             // An attempt dispatched by this turn's orders has usually started by now (on the local
             // queue's thread): its `started` goes out in this turn's Reports, not one poll later.
-            absorbEvents()
+            absorbEvents(pipeReadable: false)
             flush(now: now)
             finishIfStopped(now: now)
         }
@@ -160,6 +162,8 @@ final class AgentConnection {
         if let leaseExpiry { deadline = min(deadline, leaseExpiry) }
         if let since = undeliveredSince { deadline = min(deadline, since + window) }
         if let held = signalledFromOutside.first { deadline = min(deadline, held.until) }
+        // Posted by this thread after the turn took its events (they wrote no wake-up byte).
+        if agent.inbox.hasPending { deadline = now }
         if let socketItem {
             var events = PollEvents.readable
             if sendBlocked { events.insert(.writable) }
@@ -175,8 +179,9 @@ final class AgentConnection {
     /// worker sees only after its lease ended may have been killed by the watchdog (or ended while the
     /// coordinator was giving it to another worker), so it is fenced and not reported. The clock is read
     /// before and after taking the events: events taken while the lease still held ended before it.
-    func absorbEvents() {
-        let taken = isLeaseOver ? [] : agent.inbox.take()
+    /// `pipeReadable`: the last poll saw the inbox's pipe readable (see ``EventInbox/take(pipeReadable:)``).
+    func absorbEvents(pipeReadable: Bool = true) {
+        let taken = isLeaseOver ? [] : agent.inbox.take(pipeReadable: pipeReadable)
         guard isLeaseOver else { return absorb(taken) }
         leaseEnded(now: MonotonicClock.now(), taken: taken)
     }
@@ -429,6 +434,9 @@ final class AgentConnection {
         rebuildPoller()
         socket.close()
     }
+
+    /// The inbox pipe's index in ``poller`` (always added first).
+    private static let inboxItem = 0
 
     private func rebuildPoller() {
         poller = Poller()

@@ -10,13 +10,18 @@ import Darwin
 ///
 /// Events go into a lock-protected array; the first one since the socket thread last looked also writes
 /// one byte to a pipe whose read end sits in the socket thread's `Poller`, so the thread wakes at once
-/// and takes the whole batch with ``take()``. At most one byte is ever pending, so the pipe never fills.
-// @unchecked Sendable: `events` and `signalled` are guarded by `lock`; the descriptors are immutable after
-// init (the read end belongs to the socket thread, which alone reads it).
+/// and takes the whole batch with ``take(pipeReadable:)``. At most one byte is ever pending, so the pipe
+/// never fills. Events posted by the socket thread itself (an attempt started inline by a dispatch) write
+/// no byte: that thread takes them before it next polls (``hasPending``), so waking it is a wasted
+/// write and two reads per attempt.
+// @unchecked Sendable: `events`, `signalled` and `owner` are guarded by `lock`; the descriptors are immutable
+// after init (the read end belongs to the socket thread, which alone reads it).
 final class EventInbox: @unchecked Sendable {
     private let lock = NSLock()
     private var events: [AttemptEvent] = []
     private var signalled = false
+    /// The socket thread, once it called ``adoptCurrentThread()``: its posts need no wake-up.
+    private var owner: pthread_t?
     /// The pipe's read end, for `Poller.add(fileDescriptor:)`.
     let readDescriptor: Int32
     private let writeDescriptor: Int32
@@ -50,10 +55,22 @@ final class EventInbox: @unchecked Sendable {
     /// The runner's sink: queues `event` and wakes the socket thread. Thread-safe, never blocks.
     var sink: AttemptEventSink { { [weak self] event in self?.post(event) } }
 
-    /// Queues `event` and wakes the socket thread.
+    /// Makes the calling thread the socket thread: what it posts itself is queued without a wake-up, so it
+    /// must check ``hasPending`` before it blocks.
+    func adoptCurrentThread() {
+        let current = pthread_self()
+        lock.withLock { owner = current }
+    }
+
+    /// Whether events wait to be taken (the socket thread polls without blocking then).
+    var hasPending: Bool { lock.withLock { !events.isEmpty } }
+
+    /// Queues `event` and wakes the socket thread (unless it is the caller).
     func post(_ event: AttemptEvent) {
+        let current = pthread_self()
         let wake = lock.withLock {
             events.append(event)
+            if let owner, pthread_equal(owner, current) != 0 { return false }
             return claimSignal()
         }
         if wake { writeByte() }
@@ -65,9 +82,16 @@ final class EventInbox: @unchecked Sendable {
     }
 
     /// Called by the socket thread: empties the pipe and returns every event queued so far, in order.
-    func take() -> [AttemptEvent] {
-        var buffer = [UInt8](repeating: 0, count: 64)
-        while failure == nil, read(readDescriptor, &buffer, buffer.count) > 0 {}
+    ///
+    /// The pipe is read only when it may hold a byte: `pipeReadable` (the poll saw it readable) or a wake-up
+    /// claimed since the last take. It is emptied before the events are taken, so a byte written for an
+    /// event this call does not take is never lost; a byte written for one it does take (its poster was
+    /// between the claim and the write) stays and costs one extra turn, as it always did.
+    func take(pipeReadable: Bool = true) -> [AttemptEvent] {
+        if pipeReadable || lock.withLock({ signalled }) {
+            var buffer = [UInt8](repeating: 0, count: 64)
+            while failure == nil, read(readDescriptor, &buffer, buffer.count) > 0 {}
+        }
         return lock.withLock {
             signalled = false
             defer { events.removeAll(keepingCapacity: true) }
