@@ -20,6 +20,9 @@ struct ClusterThroughputRun: Codable {
     /// CPU time per operation during the timed run: the coordinator's, and all workers' together.
     var coordinatorCPUMicrosecondsPerOperation: Double?
     var workersCPUMicrosecondsPerOperation: Double?
+    /// Context switches per operation during the timed run (all threads): the coordinator's, all workers' together.
+    var coordinatorContextSwitchesPerOperation: Double?
+    var workersContextSwitchesPerOperation: Double?
 }
 
 /// Dispatch latency, ready → executing, from the coordinator's own event timestamps.
@@ -39,6 +42,12 @@ struct ClusterChain: Codable {
     var operations: Int
     var seconds: Double
     var operationsPerSecond: Double
+    /// What one link costs during the timed chain: CPU µs and context switches per operation, the
+    /// coordinator's and all workers' together (one link is one round trip: finish → dispatch → start).
+    var coordinatorCPUMicrosecondsPerOperation: Double?
+    var workersCPUMicrosecondsPerOperation: Double?
+    var coordinatorContextSwitchesPerOperation: Double?
+    var workersContextSwitchesPerOperation: Double?
     var foundationSeconds: Double?
     var foundationOperationsPerSecond: Double?
     /// opq's rate over Foundation's.
@@ -87,19 +96,15 @@ struct ClusterBenchmark {
             let client = try cluster.connect()
             try cluster.startWorkers(options.workers, slots: slots, client: client)
             _ = try runJob(warmUp, count: warmUp.operations.count, client: client, cluster: cluster)
-            let coordinatorBefore = cluster.coordinator?.cpuSeconds
-            let workersBefore = cluster.workersCPUSeconds
+            let before = ProcessCosts(cluster)
             let (seconds, submitSeconds) = try runJob(submission, count: options.throughputOperations, client: client, cluster: cluster)
             let n = Double(options.throughputOperations)
-            func perOperation(_ before: Double?, _ after: Double?) -> Double? {
-                guard let before, let after else { return nil }
-                return (after - before) * 1e6 / n
-            }
+            let costs = before.perOperation(until: ProcessCosts(cluster), operations: n)
             return ClusterThroughputRun(
                 fsync: fsync, transport: transport.rawValue, slotsPerWorker: slots, operations: options.throughputOperations, seconds: seconds,
                 submitSeconds: submitSeconds, operationsPerSecond: n / seconds,
-                coordinatorCPUMicrosecondsPerOperation: perOperation(coordinatorBefore, cluster.coordinator?.cpuSeconds),
-                workersCPUMicrosecondsPerOperation: perOperation(workersBefore, cluster.workersCPUSeconds))
+                coordinatorCPUMicrosecondsPerOperation: costs.coordinatorCPU, workersCPUMicrosecondsPerOperation: costs.workersCPU,
+                coordinatorContextSwitchesPerOperation: costs.coordinatorSwitches, workersContextSwitchesPerOperation: costs.workersSwitches)
         }
     }
 
@@ -172,8 +177,13 @@ struct ClusterBenchmark {
             try cluster.startWorkers(options.workers, slots: Self.latencySlots, client: client)
             let warmUp = Workload(.chain, size: min(200, size)).submission()
             _ = try runJob(warmUp, count: warmUp.operations.count, client: client, cluster: cluster)
+            let before = ProcessCosts(cluster)
             let (seconds, _) = try runJob(workload.submission(), count: size, client: client, cluster: cluster)
-            result = ClusterChain(operations: size, seconds: seconds, operationsPerSecond: Double(size) / seconds)
+            let costs = before.perOperation(until: ProcessCosts(cluster), operations: Double(size))
+            result = ClusterChain(operations: size, seconds: seconds, operationsPerSecond: Double(size) / seconds,
+                                  coordinatorCPUMicrosecondsPerOperation: costs.coordinatorCPU, workersCPUMicrosecondsPerOperation: costs.workersCPU,
+                                  coordinatorContextSwitchesPerOperation: costs.coordinatorSwitches,
+                                  workersContextSwitchesPerOperation: costs.workersSwitches)
         }
         if options.foundation {
             progress("chain: \(Format.size(size)) dependent BlockOperations on Foundation's OperationQueue")
@@ -264,5 +274,33 @@ extension CoordinatorConnection {
                 if case .operation(let event) = item.kind { event } else { nil }
             }
         }
+    }
+}
+
+/// The coordinator's and the workers' CPU seconds and context switches at one moment; two readings
+/// around a timed run give its cost per operation (nil where a process could not be read).
+struct ProcessCosts {
+    var coordinatorCPU: Double?
+    var workersCPU: Double?
+    var coordinatorSwitches: Int?
+    var workersSwitches: Int?
+
+    init(_ cluster: LocalCluster) {
+        coordinatorCPU = cluster.coordinator?.cpuSeconds
+        workersCPU = cluster.workersCPUSeconds
+        coordinatorSwitches = cluster.coordinator?.contextSwitches
+        workersSwitches = cluster.workersContextSwitches
+    }
+
+    /// Per operation from this reading to `end`: CPU in µs, switches as counts.
+    func perOperation(until end: ProcessCosts, operations n: Double) -> (coordinatorCPU: Double?, workersCPU: Double?,
+                                                                         coordinatorSwitches: Double?, workersSwitches: Double?) {
+        func per(_ before: Double?, _ after: Double?, scale: Double) -> Double? {
+            guard let before, let after else { return nil }
+            return (after - before) * scale / n
+        }
+        return (per(coordinatorCPU, end.coordinatorCPU, scale: 1e6), per(workersCPU, end.workersCPU, scale: 1e6),
+                per(coordinatorSwitches.map(Double.init), end.coordinatorSwitches.map(Double.init), scale: 1),
+                per(workersSwitches.map(Double.init), end.workersSwitches.map(Double.init), scale: 1))
     }
 }

@@ -39,18 +39,13 @@ extension ClusterBenchmark {
         }
         let warmUp = min(200, options.commandOperations)
         _ = try runJob(job(warmUp, ["true"]), count: warmUp, client: client, cluster: cluster)
-        let coordinatorBefore = cluster.coordinator?.cpuSeconds
-        let workersBefore = cluster.workersCPUSeconds
+        let before = ProcessCosts(cluster)
         let (seconds, _) = try runJob(job(options.commandOperations, ["true"]), count: options.commandOperations, client: client, cluster: cluster)
         let n = Double(options.commandOperations)
-        func perOperation(_ before: Double?, _ after: Double?) -> Double? {
-            guard let before, let after else { return nil }
-            return (after - before) * 1e6 / n
-        }
+        let costs = before.perOperation(until: ProcessCosts(cluster), operations: n)
         var result = ClusterCommands(
             operations: options.commandOperations, slotsPerWorker: slots, seconds: seconds, operationsPerSecond: n / seconds,
-            workersCPUMicrosecondsPerOperation: perOperation(workersBefore, cluster.workersCPUSeconds),
-            coordinatorCPUMicrosecondsPerOperation: perOperation(coordinatorBefore, cluster.coordinator?.cpuSeconds),
+            workersCPUMicrosecondsPerOperation: costs.workersCPU, coordinatorCPUMicrosecondsPerOperation: costs.coordinatorCPU,
             busySlots: slots)
         guard let worker = cluster.workers.first else { return result }
         result.workerThreadsIdle = Self.threads(of: worker.pid)

@@ -140,7 +140,8 @@ struct ClusterReport: Codable {
             var table = TextTable([.init("throughput", right: false), .init("fsync", right: false), .init("transport", right: false),
                                    .init("slots/worker"), .init("ops"),
                                    .init("time"), .init("submit ack"), .init("ops/s"), .init("≥ 50k", right: false),
-                                   .init("coord CPU µs/op"), .init("workers CPU µs/op")])
+                                   .init("coord CPU µs/op"), .init("workers CPU µs/op"), .init("coord switches/op"),
+                                   .init("workers switches/op")])
             let best = bestThroughput
             for run in throughput {
                 let isBest = run.fsync == best?.fsync && run.transport == best?.transport && run.slotsPerWorker == best?.slotsPerWorker
@@ -148,7 +149,9 @@ struct ClusterReport: Codable {
                               Format.seconds(run.seconds), Format.seconds(run.submitSeconds), Format.rate(run.operationsPerSecond),
                               run.fsync == "normal" ? Format.verdict(run.operationsPerSecond >= Self.throughputGoal) + (isBest ? " (best)" : "") : "n/a",
                               run.coordinatorCPUMicrosecondsPerOperation.map { Format.fixed($0, 1) } ?? "—",
-                              run.workersCPUMicrosecondsPerOperation.map { Format.fixed($0, 1) } ?? "—"])
+                              run.workersCPUMicrosecondsPerOperation.map { Format.fixed($0, 1) } ?? "—",
+                              run.coordinatorContextSwitchesPerOperation.map { Format.fixed($0, 2) } ?? "—",
+                              run.workersContextSwitchesPerOperation.map { Format.fixed($0, 2) } ?? "—"])
             }
             out.append(table.render())
             out.append("  time = Submit sent (one batch) → the Wait reply for the job; submit ack = → the Submit's reply.")
@@ -199,6 +202,11 @@ struct ClusterReport: Codable {
             out.append(table.render())
             out.append("  opq: one Submit of the whole chain → Wait reply. Foundation: addOperations → waitUntilAllOperationsAreFinished,")
             out.append("  operations and addDependency built before the clock, maxConcurrentOperationCount = \(workers * ClusterBenchmark.latencySlots).")
+            if let coordinator = chain.coordinatorCPUMicrosecondsPerOperation, let workersCPU = chain.workersCPUMicrosecondsPerOperation {
+                let switches = [chain.coordinatorContextSwitchesPerOperation, chain.workersContextSwitchesPerOperation].map { $0.map { Format.fixed($0, 2) } ?? "—" }
+                out.append("  one link (finish → dispatch → start, one round trip): coordinator \(Format.fixed(coordinator, 1)) µs CPU, \(switches[0]) context")
+                out.append("  switches; workers \(Format.fixed(workersCPU, 1)) µs CPU, \(switches[1]) switches (all threads, /proc/PID/task/*/status).")
+            }
         }
         if let commands {
             out.append("")

@@ -151,11 +151,17 @@ final class LocalCluster {
     func worker(_ name: String) -> ChildProcess? { cluster.worker(name) }
 
     /// CPU seconds all workers have used so far; nil when one cannot be read.
-    var workersCPUSeconds: Double? {
-        var total = 0.0
+    var workersCPUSeconds: Double? { sumOverWorkers(\.cpuSeconds) }
+
+    /// Context switches all workers' threads have made so far; nil when one cannot be read.
+    var workersContextSwitches: Int? { sumOverWorkers(\.contextSwitches) }
+
+    /// The sum of `reading` over every worker; nil when one cannot be read.
+    private func sumOverWorkers<Value: AdditiveArithmetic>(_ reading: (ChildProcess) -> Value?) -> Value? {
+        var total = Value.zero
         for worker in workers {
-            guard let seconds = worker.cpuSeconds else { return nil }
-            total += seconds
+            guard let value = reading(worker) else { return nil }
+            total += value
         }
         return total
     }
@@ -167,4 +173,23 @@ final class LocalCluster {
     func stop() { cluster.kill() }
 
     deinit { stop() }
+}
+
+extension ChildProcess {
+    /// Context switches (voluntary + involuntary) of the process's live threads so far, from
+    /// `/proc/PID/task/*/status`; nil where unreadable. Each is a thread going to sleep or being
+    /// preempted: a message between two processes costs several (socket thread ↔ ZeroMQ's I/O thread
+    /// on each side), and on a shared machine they, not the code, bound a one-slot round trip.
+    var contextSwitches: Int? {
+        guard let tasks = try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task") else { return nil }
+        var total = 0
+        for task in tasks {
+            // A thread that ended meanwhile has no status left: its switches are not counted.
+            guard let status = try? String(contentsOfFile: "/proc/\(pid)/task/\(task)/status", encoding: .utf8) else { continue }
+            for line in status.split(separator: "\n") where line.hasPrefix("voluntary_ctxt_switches:") || line.hasPrefix("nonvoluntary_ctxt_switches:") {
+                total += line.split(separator: ":").last.flatMap { Int($0.trimmingCharacters(in: .whitespaces)) } ?? 0
+            }
+        }
+        return total
+    }
 }
