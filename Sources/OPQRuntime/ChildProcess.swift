@@ -151,7 +151,10 @@ public final class ChildProcess: @unchecked Sendable {
     }
 
     /// A write to a pipe whose reader exited fails with EPIPE instead of killing us (once per process).
-    private static let ignoreBrokenPipes: Void = { _ = Glibc.signal(SIGPIPE, SIG_IGN) }()
+    private static let ignoreBrokenPipes: Void = {
+        _ = Glibc.signal(SIGPIPE, SIG_IGN)
+        ChildSpawn.signalDispositionsChanged()
+    }()
 
     /// Kills the process group (SIGKILL) and waits up to 10 s for the process. Safe to call twice.
     public func kill() {

@@ -1,4 +1,5 @@
 import Foundation
+import OPQSpawn
 
 /// The one way opq's executables react to SIGINT and SIGTERM (and SIGHUP where it means "reload").
 ///
@@ -25,6 +26,7 @@ public enum SignalTrap {
             action.sa_flags = 0
             sigaction(number, &action, nil)
         }
+        ChildSpawn.signalDispositionsChanged()
         unblock(signals)
     }
 
@@ -36,6 +38,7 @@ public enum SignalTrap {
     /// are turned off first, so a signal that arrives before the handler runs never terminates us.
     public static func handle(_ signals: [Int32], _ handler: @escaping (Int32) -> Void) -> Handlers {
         unblock(signals)
+        defer { ChildSpawn.signalDispositionsChanged() }
         return Handlers(signals.map { number in
             signal(number, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: number, queue: .global())

@@ -63,6 +63,16 @@ public enum ChildSpawn {
         return CStringArray(merged.map { "\($0.key)=\($0.value)" })
     }
 
+    /// Says that this process changed a signal's disposition (a handler, `SIG_IGN`, or back to `SIG_DFL`).
+    /// A child resets only the signals that are handled or ignored in its parent, which the spawn reads
+    /// from the kernel at most every 100 ms: call this after every such change, so the next child
+    /// resets it without waiting (an ignored signal would otherwise reach the command ignored).
+    public static func signalDispositionsChanged() { opq_spawn_signal_dispositions_changed() }
+
+    /// The signals whose disposition is not `SIG_DFL` in this process (bit `n - 1` for signal `n`), as the
+    /// kernel reports them (`/proc/self/status` `SigIgn` | `SigCgt`); every bit when that cannot be read.
+    public static var signalsNotAtDefault: UInt64 { opq_spawn_read_signal_dispositions() }
+
     /// Makes this process a child subreaper: orphaned descendants are re-parented to it rather than to init.
     public static func becomeChildSubreaper() -> Result<Void, SpawnFailure> {
         let result = opq_become_child_subreaper()

@@ -165,13 +165,18 @@ final class ChildProcessGroup: @unchecked Sendable {
     /// gone already; members still running are waited for by a thread of their own.
     func leaderEnded() {
         var status: Int32 = 0
-        let reaped = waitpid(pid, &status, WNOHANG)
-        if reaped == pid { leaderExited(status) }
+        let leaderReaped = waitpid(pid, &status, WNOHANG) == pid
+        if leaderReaped { recordExit(status) }
         while true {
             let member = waitpid(-pid, &status, WNOHANG)
             if member > 0 { continue }
             if member < 0 && errno == EINTR { continue }
-            if member == 0 { return startReaperThread() }  // members left (SIGTERM was sent by leaderExited)
+            if member == 0 {
+                // Members left behind (background jobs) are stopped like a cancel. Only now: when none is
+                // left — nearly always — there is nobody to signal (that `kill` cost a system call per command).
+                if leaderReaped { terminate() }
+                return startReaperThread()
+            }
             break  // ECHILD: no member of the group is left
         }
         groupGone()
@@ -215,12 +220,18 @@ final class ChildProcessGroup: @unchecked Sendable {
     /// Monotonic seconds, the clock of ``reapedAt``.
     static func now() -> Double { Double(DispatchTime.now().uptimeNanoseconds) / 1e9 }
 
+    /// The leader exited (reaper thread): members left behind (background jobs) are stopped like a cancel;
+    /// ESRCH if there are none.
     private func leaderExited(_ status: Int32) {
+        recordExit(status)
+        terminate()
+    }
+
+    /// How the leader ended, from its wait status.
+    private func recordExit(_ status: Int32) {
         let signal = status & 0x7f
         let outcome: Termination = signal == 0 ? .exited((status >> 8) & 0xff) : .signaled(signal)
         lock.withLock { termination = outcome }
-        // Members left behind (background jobs) are stopped like a cancel; ESRCH if there are none.
-        terminate()
     }
 
     /// Takes room for a piece of `count` bytes in the output window (always true when nothing is streamed);

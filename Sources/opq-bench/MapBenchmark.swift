@@ -4,7 +4,8 @@ import OPQRuntime
 /// `opq-bench map`: `opq map --local 2 -- true` over N lines of input, beside `xargs -P 2 -n 1 true` and
 /// GNU `parallel -j 2 true`, each run as a user would from a shell (standard input from a file, output
 /// discarded), interleaved round by round so all three see the same machine load. Reports each tool's
-/// median rate and opq's ratio to the others. Then the same three print 100 KB per command with `-k`
+/// median rate and CPU time (its processes and all they waited for: opq's cluster and the commands) and
+/// opq's ratios to the others. Then the same three print 100 KB per command with `-k`
 /// (``MapOutputBenchmark``).
 enum MapBenchmark {
     struct Options {
@@ -66,9 +67,12 @@ enum MapBenchmark {
         let command: String
         /// Wall seconds of each round; empty when the tool is not installed.
         var seconds: [Double] = []
+        /// CPU seconds (user + system) of each round: the command and every process it waited for.
+        var cpuSeconds: [Double] = []
         var installed = true
 
         var medianSeconds: Double? { MapBenchmark.median(seconds) }
+        var medianCPUSeconds: Double? { MapBenchmark.median(cpuSeconds) }
     }
 
     /// The median of `values`; nil when empty.
@@ -90,6 +94,9 @@ enum MapBenchmark {
         var ratioToParallel: Double?
         /// opq's rate over the `--compare-bin-dir` build's (nil without one).
         var ratioToCompared: Double?
+        /// opq's CPU time over xargs' and over the compared build's (medians; lower is better).
+        var cpuRatioToXargs: Double?
+        var cpuRatioToCompared: Double?
         /// Output throughput (nil with --no-output).
         var output: MapOutputBenchmark.Report?
     }
@@ -137,9 +144,11 @@ enum MapBenchmark {
         for round in 1...options.rounds {
             for (k, argv) in argvs.enumerated() where tools[k].installed {
                 do {
-                    let seconds = try TimedCommand.run(argv, input: input)
-                    tools[k].seconds.append(seconds)
-                    print("[round \(round)] \(tools[k].name): \(Format.fixed(seconds, 2)) s", to: &standardError)
+                    let measured = try TimedCommand.measure(argv, input: input)
+                    tools[k].seconds.append(measured.seconds)
+                    tools[k].cpuSeconds.append(measured.cpuSeconds)
+                    print("[round \(round)] \(tools[k].name): \(Format.fixed(measured.seconds, 2)) s, "
+                          + "\(Format.fixed(measured.cpuSeconds, 2)) s CPU", to: &standardError)
                 } catch {
                     print("opq-bench map: \(tools[k].command) failed: \(error)", to: &standardError)
                     return 1
@@ -151,6 +160,10 @@ enum MapBenchmark {
             report.ratioToXargs = tools[1].medianSeconds.map { $0 / opqTime }
             report.ratioToParallel = tools[2].medianSeconds.map { $0 / opqTime }
             if tools.count > 3 { report.ratioToCompared = tools[3].medianSeconds.map { $0 / opqTime } }
+        }
+        if let opqCPU = tools[0].medianCPUSeconds {
+            report.cpuRatioToXargs = tools[1].medianCPUSeconds.map { opqCPU / $0 }
+            if tools.count > 3 { report.cpuRatioToCompared = tools[3].medianCPUSeconds.map { opqCPU / $0 } }
         }
         if options.output {
             do {
@@ -179,16 +192,17 @@ enum MapBenchmark {
 
     private static func text(_ report: Report) -> String {
         var table = TextTable([.init("tool", right: false), .init("command", right: false), .init("median"),
-                                   .init("lines/s"), .init("opq ×")])
+                                   .init("lines/s"), .init("opq ×"), .init("CPU"), .init("CPU/line")])
         let opqTime = report.tools.first?.medianSeconds
         for tool in report.tools {
-            guard let median = tool.medianSeconds else {
-                table.append([tool.name, tool.command, "not installed", "", ""])
+            guard let median = tool.medianSeconds, let cpu = tool.medianCPUSeconds else {
+                table.append([tool.name, tool.command, "not installed", "", "", "", ""])
                 continue
             }
             let ratio = opqTime.map { Format.fixed(median / $0, 2) } ?? ""
             table.append([tool.name, tool.command, Format.seconds(median), Format.rate(Double(report.lines) / median),
-                          tool.name == "opq map" ? "" : ratio])
+                          tool.name == "opq map" ? "" : ratio, Format.seconds(cpu),
+                          "\(Int((cpu / Double(report.lines) * 1e6).rounded())) µs"])
         }
         var lines = [
             "opq-bench map: \(report.lines) lines, \(report.slots) at a time, median of \(report.rounds) round(s), whole commands (start-up included)",
@@ -206,8 +220,12 @@ enum MapBenchmark {
             // For scale: what the parallel target asks is relative to what xargs itself reaches here.
             lines.append("  for scale: xargs -P is \(Format.fixed(parallel / xargs, 2))× GNU parallel on this machine")
         }
+        if let cpu = report.cpuRatioToXargs {
+            lines.append("  opq map CPU time / xargs -P: \(Format.fixed(cpu, 2))×")
+        }
         if let compared = report.ratioToCompared {
-            lines.append("  this build over the compared one (--compare-bin-dir): \(Format.fixed(compared, 2))×")
+            lines.append("  this build over the compared one (--compare-bin-dir): \(Format.fixed(compared, 2))× the rate, "
+                         + "\(report.cpuRatioToCompared.map { Format.fixed($0, 2) } ?? "?")× the CPU time")
         }
         if let output = report.output {
             lines.append("")
@@ -230,10 +248,17 @@ enum TimedCommand {
         return nil
     }
 
-    /// Standard output goes to `outputPath` (truncated first), else to /dev/null; `environment` is added
-    /// to this process's.
+    /// Wall seconds of ``measure(_:input:outputPath:environment:)``.
     static func run(_ argv: [String], input: String, outputPath: String? = nil,
                     environment: [String: String] = [:]) throws -> Double {
+        try measure(argv, input: input, outputPath: outputPath, environment: environment).seconds
+    }
+
+    /// Standard output goes to `outputPath` (truncated first), else to /dev/null; `environment` is added
+    /// to this process's. Returns the wall seconds and the CPU seconds (user + system) of the command and of
+    /// every process it waited for (`RUSAGE_CHILDREN` before and after: runs must not overlap).
+    static func measure(_ argv: [String], input: String, outputPath: String? = nil,
+                        environment: [String: String] = [:]) throws -> (seconds: Double, cpuSeconds: Double) {
         guard let executable = find(argv[0]) else { throw ClusterBenchError("\(argv[0]) not found") }
         let errors = FileManager.default.temporaryDirectory.appendingPathComponent("opq-bench-map-\(getpid()).err").path
         defer { try? FileManager.default.removeItem(atPath: errors) }
@@ -243,6 +268,7 @@ enum TimedCommand {
         defer { close(output); close(errorLog) }
         guard errorLog >= 0 else { throw ClusterBenchError("cannot open \(errors): \(String(cString: strerror(errno)))") }
         let arguments = [executable] + argv.dropFirst()
+        let cpuBefore = childrenCPUSeconds()
         let started = Clock.nanoseconds()
         let child: ChildProcess
         do {
@@ -253,10 +279,19 @@ enum TimedCommand {
         }
         let status = child.waitForExit()
         let seconds = Clock.seconds(Clock.nanoseconds() - started)
+        let cpuSeconds = childrenCPUSeconds() - cpuBefore
         guard status == 0 else {
             let tail = ((try? String(contentsOfFile: errors, encoding: .utf8)) ?? "").split(separator: "\n").suffix(10).joined(separator: "\n")
             throw ClusterBenchError("\(arguments.joined(separator: " ")) ended with wait status \(status):\n\(tail)")
         }
-        return seconds
+        return (seconds, cpuSeconds)
+    }
+
+    /// User + system seconds of this process's children that have been waited for.
+    private static func childrenCPUSeconds() -> Double {
+        var usage = rusage()
+        getrusage(RUSAGE_CHILDREN.rawValue, &usage)
+        func seconds(_ time: timeval) -> Double { Double(time.tv_sec) + Double(time.tv_usec) / 1e6 }
+        return seconds(usage.ru_utime) + seconds(usage.ru_stime)
     }
 }

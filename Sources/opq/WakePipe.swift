@@ -1,5 +1,6 @@
 import Foundation
 import OPQClient
+import OPQSpawn
 
 /// A self-pipe that turns signals into something a wait can block on: SIGINT/SIGTERM (after the counting
 /// handler ``SignalTrap`` installed, which runs first) and, while an embedded cluster runs, SIGCHLD write
@@ -59,6 +60,7 @@ enum WakePipe {
             }
             sigaction(number, &action, nil)
         }
+        ChildSpawn.signalDispositionsChanged()
     }
 
     /// Also wakes on SIGCHLD (a process of the embedded cluster exited); the handler only pokes, the
@@ -70,6 +72,7 @@ enum WakePipe {
         sigemptyset(&action.sa_mask)
         action.sa_flags = SA_RESTART | SA_NOCLDSTOP
         sigaction(SIGCHLD, &action, nil)
+        ChildSpawn.signalDispositionsChanged()
     }
 
     /// An interruption of a client wait: the pipe's read end, and `shouldStop` asked after draining it.

@@ -6,6 +6,7 @@
 #ifndef OPQ_SPAWN_H
 #define OPQ_SPAWN_H
 
+#include <stdint.h>
 #include <sys/types.h>
 #include "opq_lease.h"  // the lease watchdog (included here so module caches notice the new header)
 
@@ -21,11 +22,20 @@ typedef struct {
 } opq_spawn_request;
 
 // Starts the child: a new process group led by it, stdin from `stdin_path` (default /dev/null), stdout and stderr from the
-// request, every other descriptor closed, default signal dispositions, an empty signal mask, the
-// working directory, then exec. Returns the child's pid (also its process group id), or -errno when
+// request, every other descriptor closed, default signal dispositions (the child resets only the
+// signals that are handled or ignored here), an empty signal mask, the working directory, then exec. Returns the child's pid (also its process group id), or -errno when
 // the child could not be started (e.g. -ENOENT for a missing working directory or program); a child
 // that failed to start is reaped before this returns.
 pid_t opq_spawn(const opq_spawn_request *request);
+
+// Tells opq_spawn that this process changed a signal's disposition (installed a handler, ignored it or
+// set it back to default): the next spawn reads which signals its child must reset again instead of
+// using its snapshot (see opq_spawn.c). Call it after every sigaction/signal that is not SIG_DFL → SIG_DFL.
+void opq_spawn_signal_dispositions_changed(void);
+
+// The signals whose disposition is not SIG_DFL in this process (bit n - 1 for signal n: /proc/self/status
+// SigIgn | SigCgt), or all bits when that cannot be read.
+uint64_t opq_spawn_read_signal_dispositions(void);
 
 // prctl(PR_SET_CHILD_SUBREAPER, 1): orphaned descendants are re-parented to this process.
 // Returns 0 or -errno.
