@@ -10,6 +10,8 @@ struct FieldLines: Sendable {
     private var lines: [Int32] = []
     /// Per operation index: `start << 32 | count` into `fields`/`lines`; 0 = no row.
     private var rows: [UInt64] = []
+    /// The row ``append(_:_:)`` adds to.
+    private var current = 0
 
     /// Makes room for `count` operations of a few fields each.
     mutating func reserveCapacity(operations count: Int) {
@@ -20,13 +22,24 @@ struct FieldLines: Sendable {
 
     /// Appends the row of operation `index`, replacing any earlier one.
     mutating func setRow(_ index: Int, _ entries: some Sequence<(key: String, value: Int)>) {
-        let start = fields.count
-        for (field, line) in entries {
-            fields.append(field)
-            lines.append(Int32(clamping: line))
-        }
+        startRow(index)
+        for (field, line) in entries { append(field, line) }
+    }
+
+    /// Starts an empty row for operation `index`, replacing any earlier one; ``append(_:_:)`` fills it.
+    mutating func startRow(_ index: Int) {
         if rows.count <= index { rows += repeatElement(0, count: index + 1 - rows.count) }
-        rows[index] = UInt64(start) << 32 | UInt64(fields.count - start)
+        rows[index] = UInt64(fields.count) << 32
+        current = index
+    }
+
+    /// Adds `field`'s line to the row last started (nothing when there is no line); for a field added
+    /// twice the later line wins, like an assignment to a dictionary.
+    mutating func append(_ field: String, _ line: Int?) {
+        guard let line else { return }
+        fields.append(field)
+        lines.append(Int32(clamping: line))
+        rows[current] += 1
     }
 
     /// The line of `field` of operation `index`, if recorded.

@@ -7,8 +7,8 @@ extension JobFileParser {
 
     /// Reads `handlers:`: several handler calls run at once on one worker (a remote `BlockOperation`'s
     /// execution blocks, README "Execution blocks"), each `{handler: NAME, payload: TEXT}` (payload
-    /// optional), recording each item's line as `handlers[i]`.
-    func handlerCalls(_ value: Node, _ subject: String, lines: inout [String: Int]) throws(JobFileError) -> [HandlerCall] {
+    /// optional), recording each item's line as `handlers[i]` in the row of ``fieldLines`` being read.
+    mutating func handlerCalls(_ value: Node, _ subject: String) throws(JobFileError) -> [HandlerCall] {
         guard case .sequence(let items) = value else {
             throw reader.error(at: value, subject, field: "handlers",
                                "handlers must be a list of {handler: NAME, payload: TEXT}, not \(NodeReader.describe(value))")
@@ -17,8 +17,8 @@ extension JobFileParser {
         var calls: [HandlerCall] = []
         for (i, item) in items.enumerated() {
             let field = "handlers[\(i)]"
-            lines[field] = reader.line(of: item)
-            lines[field + ".payload"] = reader.line(of: item)
+            fieldLines.append(field, reader.line(of: item))
+            fieldLines.append(field + ".payload", reader.line(of: item))
             let fields = try reader.fields(item, subject, field: field, allowed: Self.handlerCallFields,
                                            what: "a mapping {handler: NAME, payload: TEXT}")
             guard let name = fields["handler"] else {

@@ -88,7 +88,7 @@ struct JobFileParser {
     /// Parses items of the `operations` list, in file order.
     mutating func parseItems(_ items: Node.Sequence) throws(JobFileError) {
         for item in items {
-            if case .mapping(let mapping) = item, mapping.contains(where: { $0.key.string == "foreach" }) {
+            if case .mapping(let mapping) = item, mapping.firstValue(forKey: "foreach") != nil {
                 try parseForeach(item)
             } else {
                 try parseOperation(item, index: operations.count)

@@ -117,24 +117,53 @@ struct NodeReader {
         var fields = Fields(entries: [])
         var seen: [String: Node] = [:]
         for (keyNode, value) in mapping {
-            guard case .scalar(let key) = keyNode else {
-                throw error(at: keyNode, subject, field: field, "keys must be text, not \(Self.describe(keyNode))")
-            }
-            let name = key.string
-            try checkText(name, at: keyNode, subject, field: "key", maxBytes: Limits.maxNameBytes)
-            if let first = seen[name] {
-                let firstLine = line(of: first).map { " (first on line \($0))" } ?? ""
-                throw error(at: keyNode, subject, field: name, "'\(name)' appears twice\(firstLine)")
-            }
-            if let allowed, !allowed.contains(name) {
-                let hint = Suggestion.closest(to: name, among: allowed).map { "did you mean '\($0)'?" }
-                    ?? "expected one of: " + allowed.joined(separator: ", ")
-                throw error(at: keyNode, subject, field: name, "unknown field '\(name)' (\(hint))")
-            }
+            let name = try key(keyNode, subject, field: field)
+            if let first = seen[name] { throw duplicate(name, at: keyNode, first: first, subject) }
+            if let allowed, !allowed.contains(name) { throw unknown(name, at: keyNode, allowed: allowed, subject) }
             seen[name] = keyNode
             fields.entries.append((name, keyNode, value))
         }
         return fields
+    }
+
+    /// Reads `node` as an operation's mapping (``fields(_:_:field:allowed:what:)`` with the operation
+    /// fields allowed, same errors) in one pass, into positions rather than a list and a dictionary.
+    func operationEntries(_ node: Node, _ subject: String?, field: String?) throws(JobFileError) -> OperationEntries {
+        guard case .mapping(let mapping) = node else {
+            throw error(at: node, subject, field: field, "\(field ?? "this") must be a mapping, not \(Self.describe(node))")
+        }
+        var entries = OperationEntries(mapping)
+        for position in 0..<mapping.count {
+            let keyNode = mapping[mapping.startIndex + position].key
+            let name = try key(keyNode, subject, field: field)
+            let known = OperationField.byKey[name]
+            if let known, let first = entries.keyNode(known) { throw duplicate(name, at: keyNode, first: first, subject) }
+            guard let known else { throw unknown(name, at: keyNode, allowed: OperationField.keys, subject) }
+            entries.add(known, at: position)
+        }
+        return entries
+    }
+
+    /// The text of a mapping's key, refused when it is no text, holds a NUL or is too long.
+    private func key(_ keyNode: Node, _ subject: String?, field: String?) throws(JobFileError) -> String {
+        guard case .scalar(let key) = keyNode else {
+            throw error(at: keyNode, subject, field: field, "keys must be text, not \(Self.describe(keyNode))")
+        }
+        try checkText(key.string, at: keyNode, subject, field: "key", maxBytes: Limits.maxNameBytes)
+        return key.string
+    }
+
+    /// A key written a second time, at `keyNode` (`first`: where it was first).
+    private func duplicate(_ name: String, at keyNode: Node, first: Node, _ subject: String?) -> JobFileError {
+        let firstLine = line(of: first).map { " (first on line \($0))" } ?? ""
+        return error(at: keyNode, subject, field: name, "'\(name)' appears twice\(firstLine)")
+    }
+
+    /// A key outside `allowed`, with the closest allowed one as a hint.
+    private func unknown(_ name: String, at keyNode: Node, allowed: [String], _ subject: String?) -> JobFileError {
+        let hint = Suggestion.closest(to: name, among: allowed).map { "did you mean '\($0)'?" }
+            ?? "expected one of: " + allowed.joined(separator: ", ")
+        return error(at: keyNode, subject, field: name, "unknown field '\(name)' (\(hint))")
     }
 
     // MARK: Scalars
@@ -147,7 +176,7 @@ struct NodeReader {
     func string(_ node: Node, _ subject: String?, field: String, maxBytes: Int? = nil, allowsNUL: Bool = false)
         throws(JobFileError) -> String
     {
-        guard case .scalar(let scalar) = node, node.null == nil || !Self.isPlain(scalar) else {
+        guard case .scalar(let scalar) = node, !Self.isPlain(scalar) || node.null == nil else {
             throw error(at: node, subject, field: field, "\(field) must be text, not \(Self.describe(node))")
         }
         try checkText(scalar.string, at: node, subject, field: field, maxBytes: maxBytes, allowsNUL: allowsNUL)
@@ -231,19 +260,36 @@ struct NodeReader {
     func strings(_ node: Node, _ subject: String?, field: String, allowSingle: Bool = false, maxBytes: Int? = nil,
                  what: String = "a list of text") throws(JobFileError) -> [(value: String, node: Node)]
     {
-        if allowSingle, case .scalar = node { return [(try string(node, subject, field: field, maxBytes: maxBytes), node)] }
+        var result: [(String, Node)] = []
+        try forEachString(node, subject, field: field, allowSingle: allowSingle, maxBytes: maxBytes, what: what) { result.append(($0, $1)) }
+        return result
+    }
+
+    /// ``strings(_:_:field:allowSingle:maxBytes:what:)`` without the nodes: only the text.
+    func stringValues(_ node: Node, _ subject: String?, field: String, allowSingle: Bool = false, maxBytes: Int? = nil,
+                      what: String = "a list of text") throws(JobFileError) -> [String]
+    {
+        var result: [String] = []
+        if case .sequence(let sequence) = node { result.reserveCapacity(sequence.count) }
+        try forEachString(node, subject, field: field, allowSingle: allowSingle, maxBytes: maxBytes, what: what) { text, _ in result.append(text) }
+        return result
+    }
+
+    /// Checks `node` as ``strings(_:_:field:allowSingle:maxBytes:what:)`` does, giving `body` each text and its node.
+    private func forEachString(_ node: Node, _ subject: String?, field: String, allowSingle: Bool, maxBytes: Int?, what: String,
+                               _ body: (String, Node) -> Void) throws(JobFileError)
+    {
+        if allowSingle, case .scalar = node { return body(try string(node, subject, field: field, maxBytes: maxBytes), node) }
         guard case .sequence(let sequence) = node else {
             throw error(at: node, subject, field: field, "\(field) must be \(what), not \(Self.describe(node))")
         }
         try count(sequence.count, at: node, subject, field: field, maximum: Limits.maxListEntries)
-        var result: [(String, Node)] = []
         for item in sequence {
             guard case .scalar = item else {
                 throw error(at: item, subject, field: field, "\(field) must be \(what); an item is \(Self.describe(item))")
             }
-            result.append((try string(item, subject, field: field, maxBytes: maxBytes), item))
+            body(try string(item, subject, field: field, maxBytes: maxBytes), item)
         }
-        return result
     }
 
     /// Refuses a list of more than `maximum` entries.
