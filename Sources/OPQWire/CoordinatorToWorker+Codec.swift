@@ -48,10 +48,10 @@ extension Opq_V1_CoordinatorToWorker {
         while let (field, wireType) = try reader.field() {
             switch field {
             case 2:
-                guard message.body == nil else { throw .init() }  // a repeated oneof merges: SwiftProtobuf's job
+                if case .some = message.body { throw .init() }  // a repeated oneof merges: SwiftProtobuf's job
                 message.body = .heartbeat(try reader.message(wireType, Opq_V1_Heartbeat.read))
             case 3:
-                guard message.body == nil else { throw .init() }
+                if case .some = message.body { throw .init() }
                 message.body = .orders(try reader.message(wireType, Opq_V1_Orders.read))
             case 10: message.reportsDurable = try reader.varint(wireType)
             case 11: message.leaseEcho = try reader.varint(wireType)
@@ -91,7 +91,7 @@ extension Opq_V1_Order {
     static func read(_ reader: inout ProtobufReader) throws(ProtobufReader.Unhandled) -> Self {
         var order = Self()
         while let (field, wireType) = try reader.field() {
-            guard order.kind == nil else { throw .init() }
+            if case .some = order.kind { throw .init() }
             switch field {
             case 1: order.kind = .dispatch(try reader.message(wireType, Opq_V1_Dispatch.read))
             case 2: order.kind = .kill(try reader.message(wireType, Opq_V1_Kill.read))
@@ -205,7 +205,7 @@ extension Opq_V1_Work {
     static func read(_ reader: inout ProtobufReader) throws(ProtobufReader.Unhandled) -> Self {
         var work = Self()
         while let (field, wireType) = try reader.field() {
-            guard work.kind == nil else { throw .init() }  // a repeated oneof merges: SwiftProtobuf's job
+            if case .some = work.kind { throw .init() }  // a repeated oneof merges: SwiftProtobuf's job
             switch field {
             case 1: work.kind = .command(try reader.message(wireType, Opq_V1_Command.read))
             case 2: work.kind = .commands(try reader.message(wireType, Opq_V1_CommandList.read))

@@ -47,10 +47,10 @@ extension Opq_V1_WorkerMessage {
         while let (field, wireType) = try reader.field() {
             switch field {
             case 2:
-                guard message.body == nil else { throw .init() }  // a repeated oneof merges: SwiftProtobuf's job
+                if case .some = message.body { throw .init() }  // a repeated oneof merges: SwiftProtobuf's job
                 message.body = .heartbeat(try reader.message(wireType, Opq_V1_Heartbeat.read))
             case 3:
-                guard message.body == nil else { throw .init() }
+                if case .some = message.body { throw .init() }
                 message.body = .reports(try reader.message(wireType, Opq_V1_Reports.read))
             case 10: message.leaseRequest = try reader.varint(wireType)
             default: throw .init()
@@ -103,7 +103,7 @@ extension Opq_V1_Report {
     static func read(_ reader: inout ProtobufReader) throws(ProtobufReader.Unhandled) -> Self {
         var report = Self()
         while let (field, wireType) = try reader.field() {
-            guard report.kind == nil else { throw .init() }
+            if case .some = report.kind { throw .init() }
             switch field {
             case 1: report.kind = .started(try reader.message(wireType, Opq_V1_AttemptRef.read))
             case 2: report.kind = .finished(try reader.message(wireType, Opq_V1_Finished.read))
