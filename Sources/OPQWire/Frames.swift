@@ -6,6 +6,37 @@ public protocol WireEnvelope: SwiftProtobuf.Message {
     /// Checks that required fields are set, enum values are known, numbers are in range and sizes are
     /// bounded. `rawFrames` is how many raw frames came after the message (for frame references).
     func validate(rawFrames: Int) throws(WireError)
+
+    /// The message's protobuf bytes: those of SwiftProtobuf's `serializedBytes()`, which the hot
+    /// messages (`WorkerMessage`, `CoordinatorToWorker`) write by hand.
+    func encodedBytes() throws -> [UInt8]
+
+    /// The message decoded from `bytes` and validated (`rawFrames` raw frames came after it): the
+    /// value or error of ``decodedBySwiftProtobuf(_:rawFrames:)``, which the hot messages reach by
+    /// reading their bytes by hand, falling back to SwiftProtobuf for anything unusual.
+    static func decoded(_ bytes: [UInt8], rawFrames: Int) throws(WireError) -> Self
+}
+
+extension WireEnvelope {
+    public func encodedBytes() throws -> [UInt8] { try serializedBytes() }
+
+    public static func decoded(_ bytes: [UInt8], rawFrames: Int) throws(WireError) -> Self {
+        try decodedBySwiftProtobuf(bytes, rawFrames: rawFrames)
+    }
+
+    /// The message SwiftProtobuf decodes from `bytes`, validated: the reference every envelope's
+    /// ``decoded(_:rawFrames:)`` gives the same value or error as (tests, the wire fuzzer and
+    /// `opq-bench wire` compare them).
+    public static func decodedBySwiftProtobuf(_ bytes: [UInt8], rawFrames: Int) throws(WireError) -> Self {
+        let message: Self
+        do {
+            message = try Self(serializedBytes: bytes)
+        } catch {
+            throw .undecodable(type: protoMessageName, detail: "\(error)")
+        }
+        try message.validate(rawFrames: rawFrames)
+        return message
+    }
 }
 
 /// The framing of every opq ZeroMQ message (see `opq.proto`):
@@ -73,7 +104,7 @@ public enum Frames {
         }
         let body: [UInt8]
         do {
-            body = try message.serializedBytes()
+            body = try message.encodedBytes()
         } catch {
             throw .invalidField(M.protoMessageName, problem: "cannot be encoded: \(error)")
         }
@@ -99,14 +130,7 @@ public enum Frames {
         }
         guard frames[start] == signature else { throw .badSignature(found: Array(frames[start].prefix(64))) }
         guard frames.count > start + 1 else { throw .missingMessage }
-        let message: M
-        do {
-            message = try M(serializedBytes: frames[start + 1])
-        } catch {
-            throw .undecodable(type: M.protoMessageName, detail: "\(error)")
-        }
-        let raw = Array(frames[(start + 2)...])
-        try message.validate(rawFrames: raw.count)
-        return (message, raw)
+        let message = try M.decoded(frames[start + 1], rawFrames: frames.count - start - 2)
+        return (message, Array(frames[(start + 2)...]))
     }
 }

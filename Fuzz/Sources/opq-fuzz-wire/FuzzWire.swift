@@ -84,6 +84,7 @@ enum WireInput {
     static func exercise<M: WireEnvelope>(
         _ type: M.Type, _ frames: [[UInt8]], routed: Bool, then use: (M, [[UInt8]]) -> Void
     ) {
+        agree(M.self, frames, from: routed ? 1 : 0)
         let decoded: (message: M, raw: [[UInt8]])
         do {
             if routed {
@@ -104,6 +105,29 @@ enum WireInput {
             _ = try Frames.decode(again, as: M.self)
         } catch {
             fatalError("a valid \(M.protoMessageName) does not survive a re-encode: \(error)")
+        }
+    }
+
+    /// The protobuf frame decoded as every side decodes it (`M.decoded`: by hand for the per-command
+    /// messages, every oneof case of them) and as SwiftProtobuf does (`decodedBySwiftProtobuf`): the same
+    /// value or the same error, and a decoded message re-encodes to SwiftProtobuf's bytes.
+    static func agree<M: WireEnvelope>(_ type: M.Type, _ frames: [[UInt8]], from start: Int) {
+        guard frames.count > start + 1 else { return }
+        let body = frames[start + 1], rawFrames = frames.count - start - 2
+        let decoded: Result<M, WireError> = Result { () throws(WireError) in try M.decoded(body, rawFrames: rawFrames) }
+        let reference: Result<M, WireError> = Result { () throws(WireError) in try M.decodedBySwiftProtobuf(body, rawFrames: rawFrames) }
+        switch (decoded, reference) {
+        case let (.success(a), .success(b)):
+            guard a.isEqualTo(message: b) || a.textFormatString() == b.textFormatString() else {
+                fatalError("\(M.protoMessageName): decoded \(a.textFormatString()), SwiftProtobuf \(b.textFormatString())")
+            }
+            guard let again = try? a.encodedBytes(), let bytes = try? a.serializedBytes() as [UInt8], again == bytes else {
+                fatalError("\(M.protoMessageName): the hand-written bytes differ from SwiftProtobuf's for \(a.textFormatString())")
+            }
+        case let (.failure(a), .failure(b)):
+            guard a == b else { fatalError("\(M.protoMessageName): decoding refused with \(a), SwiftProtobuf with \(b)") }
+        default:
+            fatalError("\(M.protoMessageName): decoded \(decoded), SwiftProtobuf \(reference)")
         }
     }
 }
