@@ -171,6 +171,14 @@ public final class CoordinatorConnection {
     /// descriptor) is readable; stream messages that come first are kept for ``nextStreamMessage(timeout:)``.
     /// - Throws: `ClientError.refused` when the reply is a refusal; a transport error.
     func awaitReply(_ id: UInt64, until deadline: ContinuousClock.Instant?, wake: Int32?) throws(ClientError) -> Awaited {
+        // Kept while an earlier request of several sent at once was awaited (``CoordinatorClient/jobsAndQueues(firstReplyTimeout:timeout:)``).
+        if let k = inbox.firstIndex(where: { if case .reply(let reply) = $0.body { reply.requestID == id } else { false } }) {
+            let message = inbox.remove(at: k)
+            let raw = inboxRaw.remove(at: k)
+            guard case .reply(let reply) = message.body else { preconditionFailure("inbox entry \(k) is no longer a reply") }
+            if case .error(let error) = reply.result { throw .refused(Refusal(error)) }
+            return .reply(reply, raw: raw)
+        }
         while true {
             switch try receive(until: deadline, wake: wake) {
             case .message(let message, let raw):
@@ -206,7 +214,7 @@ public final class CoordinatorConnection {
 
     /// The error for a request that got no answer within `timeout` seconds: over CURVE, a failed
     /// handshake says the key was not accepted; otherwise nobody answered in time.
-    private func noAnswer(_ timeout: Double) -> ClientError {
+    func noAnswer(_ timeout: Double) -> ClientError {
         if let refusal = handshakes?.refusalSoFar() { return .keyNotAccepted(endpoint: endpoint, seconds: timeout, reason: refusal) }
         return .timeout(endpoint: endpoint, seconds: timeout)
     }

@@ -8,20 +8,28 @@ enum Connection {
     /// How connections are secured: set once from ``GlobalOptions`` (CURVE keys) before any is opened.
     nonisolated(unsafe) static var security = ConnectionSecurity.none
 
+    /// Seconds the first answer of a coordinator is awaited: one that does not answer is reported this soon.
+    static let probeSeconds: Double = 5
+
     /// Opens a connection to `endpoint` secured with `security` (default: ``security``, from the options).
-    static func open(_ endpoint: String, probeTimeout: Double = 5, security: ConnectionSecurity? = nil) throws(ExitStatus) -> CoordinatorClient {
-        let connection: CoordinatorClient
-        do {
-            connection = try CoordinatorClient(endpoint: endpoint, security: security ?? Self.security)
-        } catch {
-            throw fail(.unreachable, "cannot connect to \(endpoint): \(error)")
-        }
+    static func open(_ endpoint: String, probeTimeout: Double = probeSeconds, security: ConnectionSecurity? = nil) throws(ExitStatus) -> CoordinatorClient {
+        let connection = try unprobed(endpoint, security: security)
         do {
             try connection.ping(timeout: probeTimeout)
         } catch {
             throw fail(.unreachable, "\(error)")
         }
         return connection
+    }
+
+    /// A connection to `endpoint` without the probe round trip, for a command whose first request is
+    /// awaited ``probeSeconds`` at most itself (`opq status`).
+    static func unprobed(_ endpoint: String, security: ConnectionSecurity? = nil) throws(ExitStatus) -> CoordinatorClient {
+        do {
+            return try CoordinatorClient(endpoint: endpoint, security: security ?? Self.security)
+        } catch {
+            throw fail(.unreachable, "cannot connect to \(endpoint): \(error)")
+        }
     }
 
     /// A failed request as an exit status: unreachable for transport trouble and for a coordinator that

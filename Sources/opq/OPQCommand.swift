@@ -95,7 +95,14 @@ struct OPQCommand: ParsableCommand {
             Foundation.exit(0)
         }
         // Before the check below: it reads every subcommand's configuration (issue 19: start time).
-        if arguments.first == "status", let command = StatusCommand.parsedByHand(Array(arguments.dropFirst())) { runExiting(command) }
+        if arguments.first == "status", let command = StatusCommand.parsedByHand(Array(arguments.dropFirst())) {
+            do throws(ExitStatus) {
+                try command.run()
+                Foundation.exit(0)
+            } catch {
+                Foundation.exit(error.rawValue)
+            }
+        }
         if let unknown = unknownSubcommand(arguments) {
             let names = commandNames + ["help"]
             printError("opq: '\(unknown)' is not an opq command" + Suggestion.hint(for: unknown, among: names)

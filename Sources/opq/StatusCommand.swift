@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import OPQClient
 import OPQCore
+import ZeroMQ
 
 /// `opq status [JOB]`: jobs and queues, or one job's operations.
 struct StatusCommand: ParsableCommand {
@@ -25,22 +26,34 @@ struct StatusCommand: ParsableCommand {
     var json = false
 
     func run() throws {
-        let connection = try Connection.open(global.endpoint)
-        do {
-            if let job {
-                guard case .job(let id)? = TargetID(job, bare: { .job(JobID($0)) }) else {
-                    throw fail(.usage, "'\(job)' is not a job id (write job-N)")
-                }
-                try showJob(connection, id)
-            } else {
-                try showOverview(connection)
+        try Self.show(endpoint: global.endpoint, job: job, json: json)
+    }
+
+    /// Prints job `job`'s operations, or every job and queue when nil, from the coordinator at `endpoint`
+    /// (secured with ``Connection/security``). The overview is one round trip (issue 19): no probe first —
+    /// its first reply is awaited ``Connection/probeSeconds`` at most, so an absent coordinator is reported
+    /// as soon. A job is asked after a probe (its reply may take long to build: a big job's every operation).
+    static func show(endpoint: String, job: String?, json: Bool) throws(ExitStatus) {
+        let connection = try job == nil ? Connection.unprobed(endpoint) : Connection.open(endpoint)
+        var id: JobID?
+        if let job {
+            guard case .job(let parsed)? = TargetID(job, bare: { .job(JobID($0)) }) else {
+                throw fail(.usage, "'\(job)' is not a job id (write job-N)")
             }
-        } catch let error as ClientError {
+            id = parsed
+        }
+        do throws(ClientError) {
+            if let id {
+                try showJob(connection, id, json: json)
+            } else {
+                try showOverview(connection, json: json)
+            }
+        } catch {
             throw Connection.status(for: error)
         }
     }
 
-    private func showJob(_ connection: CoordinatorClient, _ job: JobID) throws(ClientError) {
+    private static func showJob(_ connection: CoordinatorClient, _ job: JobID, json: Bool) throws(ClientError) {
         let info = try connection.job(job)
         if json {
             print(JSONOutput.string(["version": JSONOutput.version, "job": info.id.rawValue, "finished": info.isFinished, "counts": Self.counts(info.counts),
@@ -60,9 +73,8 @@ struct StatusCommand: ParsableCommand {
         }
     }
 
-    private func showOverview(_ connection: CoordinatorClient) throws(ClientError) {
-        let jobs = try connection.jobs()
-        let queues = try connection.queues()
+    private static func showOverview(_ connection: CoordinatorClient, json: Bool) throws(ClientError) {
+        let (jobs, queues) = try connection.jobsAndQueues(firstReplyTimeout: Connection.probeSeconds)
         if json {
             print(JSONOutput.string([
                 "version": JSONOutput.version,
@@ -97,41 +109,73 @@ struct StatusCommand: ParsableCommand {
 }
 
 extension StatusCommand {
+    /// `opq status [JOB] [--json]` with the global options, read by hand (``parsedByHand(_:)``).
+    struct HandParsed {
+        var coordinator: String?
+        var serverKey: String?
+        var curveKey: String?
+        var job: String?
+        var json = false
+
+        /// Sets ``Connection/security`` as ``GlobalOptions/validate()`` does; false when a key cannot be
+        /// read (then ArgumentParser reads the line again and reports it, as always). Without a server
+        /// key (option or environment) no dictionary of the environment is made (issue 19: start time).
+        func secure() -> Bool {
+            let serverKeyVariable = Self.environment(CurveKeys.serverKeyVariable)
+            guard serverKey != nil || serverKeyVariable != nil else { return true }
+            var environment: [String: String] = [:]
+            environment[CurveKeys.serverKeyVariable] = serverKeyVariable
+            environment[CurveKeys.secretKeyVariable] = Self.environment(CurveKeys.secretKeyVariable)
+            guard let security = try? ConnectionSecurity.fromEnvironment(serverKeyFile: serverKey, clientKeyFile: curveKey, environment: environment) else {
+                return false
+            }
+            Connection.security = security
+            return true
+        }
+
+        /// The endpoint, as ``GlobalOptions/endpoint``: the option, else `OPQ_COORDINATOR`, else the default.
+        var endpoint: String { coordinator ?? Self.environment("OPQ_COORDINATOR") ?? GlobalOptions.defaultEndpoint }
+
+        /// Runs the command (``StatusCommand/show(endpoint:job:json:)``).
+        func run() throws(ExitStatus) { try StatusCommand.show(endpoint: endpoint, job: job, json: json) }
+
+        /// Environment variable `name`, nil when unset or empty.
+        static func environment(_ name: String) -> String? {
+            guard let value = getenv(name), value.pointee != 0 else { return nil }
+            return String(cString: value)
+        }
+    }
+
     /// `opq status [JOB] [--json]` with the global options, read without ArgumentParser: parsing even this
     /// one command through it costs ≈ 13M instructions at start — the runtime's first protocol-conformance
-    /// lookups — about as much as the rest of the command (issue 19). Any other word (`--help`, a
-    /// mistake, `--`, a repeat) gives nil, and ArgumentParser reads the line as always, with its messages.
-    static func parsedByHand(_ arguments: [String]) -> StatusCommand? {
+    /// lookups — about as much as the rest of the command, and so does making the command's property
+    /// wrappers (`StatusCommand()`, `GlobalOptions()`), so none is made (issue 19). Any other word
+    /// (`--help`, a mistake, `--`, a repeat) or a key that cannot be read gives nil, and ArgumentParser
+    /// reads the line as always, with its messages.
+    static func parsedByHand(_ arguments: [String]) -> HandParsed? {
         // The global options' values in ``OPQCommand/globalOptionNames`` order. (No dictionary: its first
         // generic instantiation alone is a scan of every protocol conformance at start.)
         var values: [String?] = [nil, nil, nil]
-        var job: String?
-        var json = false
+        var parsed = HandParsed()
         var rest = arguments[...]
         while let word = rest.popFirst() {
-            if word == "--json", !json {
-                json = true
+            if word == "--json", !parsed.json {
+                parsed.json = true
             } else if let k = OPQCommand.globalOptionNames.firstIndex(where: { word == $0 || word.hasPrefix($0 + "=") }) {
                 let name = OPQCommand.globalOptionNames[k]
                 let value = word == name ? rest.popFirst() : String(word.dropFirst(name.count + 1))
                 guard let value, !value.hasPrefix("-"), values[k] == nil else { return nil }
                 values[k] = value
-            } else if !word.hasPrefix("-"), job == nil {
-                job = word
+            } else if !word.hasPrefix("-"), parsed.job == nil {
+                parsed.job = word
             } else {
                 return nil
             }
         }
-        var global = GlobalOptions()
-        global.coordinator = values[0]
-        global.serverKey = values[1]
-        global.curveKey = values[2]
-        // A key that cannot be read: ArgumentParser reports it, as always.
-        guard (try? global.validate()) != nil else { return nil }
-        var command = StatusCommand()
-        command.global = global
-        command.job = job
-        command.json = json
-        return command
+        parsed.coordinator = values[0]
+        parsed.serverKey = values[1]
+        parsed.curveKey = values[2]
+        guard parsed.secure() else { return nil }
+        return parsed
     }
 }

@@ -224,6 +224,38 @@ import ZeroMQ
         #expect(start.finishedJobs.isEmpty && again.finishedJobs == [JobID(2)])
     }
 
+    /// `jobsAndQueues` (`opq status`): both requests go out before either is answered — one round trip —
+    /// and each reply is matched to its request, also when they come in the other order; a second page
+    /// of jobs is asked for after both.
+    @Test func jobsAndQueuesAsksBothAtOnceAndMatchesRepliesInAnyOrder() throws {
+        let scripted = try ScriptedRouter()
+        defer { scripted.close() }
+        let client = Shared(try CoordinatorClient(endpoint: scripted.endpoint))
+        let listed = Shared<(jobs: [JobID], queues: [String])?>(nil)
+        let progress = Counter()
+        Thread {
+            if let (jobs, queues) = try? client.value.jobsAndQueues(firstReplyTimeout: 20, timeout: 20) {
+                listed.value = (jobs.map(\.id), queues.map(\.name))
+            }
+            progress.bump("returned")
+        }.start()
+        let (identity, jobs) = try #require(try receive(scripted.router, within: 20))
+        let (_, queues) = try #require(try receive(scripted.router, within: 20), "the second request came only after a reply")
+        guard case .listJobs(let list)? = jobs.body, case .listQueues? = queues.body else {
+            Issue.record("expected ListJobs then ListQueues, got \(jobs) and \(queues)")
+            return
+        }
+        #expect(list.after == 0)
+        try send(scripted.router, identity, .reply(queues.requestID) { $0.queues.queues = [.with { $0.name = "default"; $0.maxConcurrent = -1 }] })
+        try send(scripted.router, identity, .reply(jobs.requestID) { $0.jobs = .with { $0.jobs = [.with { $0.id = 1 }]; $0.more = true } })
+        let (_, page) = try #require(try receive(scripted.router, within: 20))
+        #expect(page.listJobs.after == 1)
+        try send(scripted.router, identity, .reply(page.requestID) { $0.jobs.jobs = [.with { $0.id = 2; $0.finished = true }] })
+        #expect(progress.wait(within: 20) { $0["returned", default: 0] == 1 })
+        #expect(listed.value?.jobs == [JobID(1), JobID(2)])
+        #expect(listed.value?.queues == ["default"])
+    }
+
     private func send(_ router: Socket, _ identity: [UInt8], _ message: Opq_V1_CoordinatorToClient) throws {
         _ = try router.send(try Frames.encode(message, to: identity))
     }
