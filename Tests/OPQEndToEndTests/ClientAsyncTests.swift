@@ -57,6 +57,15 @@ import Testing
     }
 }
 
+/// Runs a blocking wait (`Counter.wait`, `Trace.wait`) on a thread of its own. An async test that blocks
+/// a thread of the cooperative pool — two threads on two cores — while it waits for something one of its
+/// own tasks must do can starve that task (other suites block the other thread) until the wait times out.
+func offPool<T: Sendable>(_ wait: @escaping @Sendable () -> T) async -> T {
+    await withCheckedContinuation { continuation in
+        Thread.detachNewThread { continuation.resume(returning: wait()) }
+    }
+}
+
 /// Runs `body`, failing with a timeout error if it takes longer than `seconds`.
 func withTimeout<T: Sendable>(seconds: Double, _ body: @escaping @Sendable () async throws -> T) async throws -> T {
     try await withThrowingTaskGroup(of: T.self) { group in

@@ -38,7 +38,7 @@ import Testing
             return false
         }
         defer { global.cancel() }
-        #expect(trace.wait(for: "executing seen", within: 60), "isExecuting as soon as the worker started it\n\(live.cluster.logs)")
+        #expect(await offPool { trace.wait(for: "executing seen", within: 60) }, "isExecuting as soon as the worker started it\n\(live.cluster.logs)")
         #expect(operation.isExecuting && !operation.isCancelled)
 
         // Another program: its own connection, the operation's handle from the queue's listing.
@@ -54,12 +54,12 @@ import Testing
         #expect(executing && cancelledWhileExecuting, "this program saw the cancel before the finish")
         #expect(try await withTimeout(seconds: 30) { await global.value }, "coordinator.events() carries it too")
         #expect(operation.isCancelled && operation.isExecuting && !operation.isFinished)
-        #expect(handler.wait(within: 30) { $0["saw cancel"] == 1 }, "the handler saw isCancelled while running")
+        #expect(await offPool { handler.wait(within: 30) { $0["saw cancel"] == 1 } }, "the handler saw isCancelled while running")
 
         trace.append("release")
         live.finish(operation)
         #expect(operation.isCancelled && operation.outcome == .cancelled)
-        #expect(handle.waitUntilFinished(timeout: 30) && handle.outcome == .cancelled)
+        #expect(await offPool { handle.waitUntilFinished(timeout: 30) } && handle.outcome == .cancelled)
     }
 }
 

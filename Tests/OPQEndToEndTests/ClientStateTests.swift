@@ -15,6 +15,11 @@ final class StubbornOperation: Operation, @unchecked Sendable {
         self.probe = probe
     }
 
+    override func cancel() {
+        super.cancel()
+        probe.bump("cancel reached the handler")
+    }
+
     override func main() {
         probe.bump("queue \(context.queueName)")
         probe.bump("name \(context.operationName)")
@@ -61,19 +66,23 @@ final class StubbornOperation: Operation, @unchecked Sendable {
         }
         defer { watcher.cancel() }
         try await RemoteOperationQueue(name: "state", coordinator: coordinator).addOperation(operation)
-        #expect(probe.wait(within: 60) { $0["started", default: 0] == 1 }, "the handler started\n\(cluster.logs)")
+        #expect(await offPool { probe.wait(within: 60) { $0["started", default: 0] == 1 } }, "the handler started\n\(cluster.logs)")
         #expect(probe["queue state"] == 1 && probe["name stubborn-1"] == 1, "the handler knows its queue and name")
 
-        #expect(probe.wait(within: 30) { $0["client saw executing", default: 0] == 1 }, "isExecuting as soon as the worker started it")
+        #expect(await offPool { probe.wait(within: 30) { $0["client saw executing", default: 0] == 1 } },
+                "isExecuting as soon as the worker started it")
         #expect(operation.isExecuting && !operation.isCancelled)
         try await RemoteOperationQueue(name: "state", coordinator: other).cancelAllOperations()
         let seen = try await withTimeout(seconds: 30) { await watcher.value }
         #expect(seen.executing, "executing was reported before the cancel")
         #expect(seen.cancelledWhileRunning, "the cancel showed before the finish")
         #expect(operation.isCancelled && operation.isExecuting && !operation.isFinished)
+        // The client hears of the cancel in the turn the coordinator sends the worker its Kill: wait for the
+        // Kill to reach the handler before releasing it.
+        #expect(await offPool { probe.wait(within: 30) { $0["cancel reached the handler", default: 0] == 1 } })
 
         probe.bump("release")
-        #expect(operation.waitUntilFinished(timeout: 30), "\(cluster.logs)")
+        #expect(await offPool { operation.waitUntilFinished(timeout: 30) }, "\(cluster.logs)")
         #expect(probe["saw cancel"] == 1)
     }
 }
