@@ -128,3 +128,33 @@ struct ProtobufReader {
         return start..<index
     }
 }
+
+extension WireEnvelope {
+    /// `handEncoded` (a hot message's bytes written by hand), or SwiftProtobuf's `serializedBytes()` when
+    /// the hand-written path left the body to it (nil).
+    func encodedBytes(handEncoded: [UInt8]?) throws -> [UInt8] {
+        if let handEncoded { return handEncoded }
+        return try serializedBytes()
+    }
+
+    /// The message `read` reads from `bytes` by hand; nil when the bytes hold anything it leaves to
+    /// SwiftProtobuf (see ``ProtobufReader``).
+    static func handDecoded(_ bytes: [UInt8],
+                            read: (inout ProtobufReader) throws(ProtobufReader.Unhandled) -> Self) -> Self? {
+        bytes.withUnsafeBufferPointer { buffer in
+            var reader = ProtobufReader(buffer)
+            return try? read(&reader)
+        }
+    }
+
+    /// The message decoded and validated: read by hand by `read`, or by SwiftProtobuf when the bytes hold
+    /// anything the hand-written reader leaves to it, so the value or error is always SwiftProtobuf's.
+    static func decoded(_ bytes: [UInt8], rawFrames: Int,
+                        read: (inout ProtobufReader) throws(ProtobufReader.Unhandled) -> Self) throws(WireError) -> Self {
+        guard let message = handDecoded(bytes, read: read) else {
+            return try decodedBySwiftProtobuf(bytes, rawFrames: rawFrames)
+        }
+        try message.validate(rawFrames: rawFrames)
+        return message
+    }
+}

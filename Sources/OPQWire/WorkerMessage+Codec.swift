@@ -6,17 +6,12 @@
 
 extension Opq_V1_WorkerMessage {
     /// The bytes of `serializedBytes()`: written by hand, or by SwiftProtobuf for a `Register` or `Goodbye`.
-    public func encodedBytes() throws -> [UInt8] {
-        if let bytes = handEncoded() { return bytes }
-        return try serializedBytes()
-    }
+    public func encodedBytes() throws -> [UInt8] { try encodedBytes(handEncoded: handEncoded()) }
 
     /// The message decoded and validated: read by hand, or by SwiftProtobuf when the bytes hold anything
     /// the hand-written reader leaves to it, so the value or error is always SwiftProtobuf's.
     public static func decoded(_ bytes: [UInt8], rawFrames: Int) throws(WireError) -> Self {
-        guard let message = handDecoded(bytes) else { return try decodedBySwiftProtobuf(bytes, rawFrames: rawFrames) }
-        try message.validate(rawFrames: rawFrames)
-        return message
+        try decoded(bytes, rawFrames: rawFrames, read: read)
     }
 
     /// The bytes of `serializedBytes()`, written by hand; nil for a body left to SwiftProtobuf.
@@ -35,12 +30,7 @@ extension Opq_V1_WorkerMessage {
 
     /// The message SwiftProtobuf decodes from `bytes`, read by hand; nil when the bytes hold anything
     /// left to SwiftProtobuf (see ``ProtobufReader``), including a `Register` or `Goodbye`.
-    public static func handDecoded(_ bytes: [UInt8]) -> Self? {
-        bytes.withUnsafeBufferPointer { buffer in
-            var reader = ProtobufReader(buffer)
-            return try? read(&reader)
-        }
-    }
+    public static func handDecoded(_ bytes: [UInt8]) -> Self? { handDecoded(bytes, read: read) }
 
     private static func read(_ reader: inout ProtobufReader) throws(ProtobufReader.Unhandled) -> Self {
         var message = Self()
