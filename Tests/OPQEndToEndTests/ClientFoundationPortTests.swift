@@ -97,7 +97,10 @@ import Testing
         try await live.queue("executing").addOperation(op)
         // Foundation's block asserts its own isExecuting; here the block waits until the client saw it.
         let sawExecuting = try await withTimeout(seconds: 60) { await executing.value }
-        #expect(sawExecuting && op.isExecuting && trace.contains("running"), "isExecuting while the block runs")
+        // `executing` is the worker's word that it started the attempt: the block's first line may come a
+        // moment later, on the worker's queue thread.
+        #expect(sawExecuting && op.isExecuting, "isExecuting as the worker starts the block")
+        #expect(await offPool { trace.wait(for: "running") } && op.isExecuting, "isExecuting while the block runs")
         trace.append("checked")
         try await withTimeout(seconds: 60) { _ = try await op.finished }
         #expect(!op.isExecuting && op.isFinished)
