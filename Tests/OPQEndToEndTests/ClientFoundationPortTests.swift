@@ -99,7 +99,7 @@ import Testing
         let sawExecuting = try await withTimeout(seconds: 60) { await executing.value }
         // `executing` is the worker's word that it started the attempt: the block's first line may come a
         // moment later, on the worker's queue thread.
-        #expect(sawExecuting && op.isExecuting, "isExecuting as the worker starts the block")
+        #expect(sawExecuting && op.isExecuting, "isExecuting as the worker starts the block\n\(live.cluster.logs)")
         #expect(await offPool { trace.wait(for: "running") } && op.isExecuting, "isExecuting while the block runs")
         trace.append("checked")
         try await withTimeout(seconds: 60) { _ = try await op.finished }
