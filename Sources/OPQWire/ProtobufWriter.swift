@@ -17,6 +17,9 @@ struct ProtobufWriter {
 
     init(capacity: Int) { bytes.reserveCapacity(capacity) }
 
+    /// Empties the bytes, keeping their storage (a scratch writer reused for one message after another).
+    mutating func reset() { bytes.removeAll(keepingCapacity: true) }
+
     /// Protobuf's wire types (the low 3 bits of a field's key).
     enum WireType: UInt64 {
         case varint = 0, fixed64 = 1, lengthDelimited = 2
@@ -79,6 +82,13 @@ struct ProtobufWriter {
     /// A `bytes` field (omitted when empty).
     mutating func data(_ field: Int, _ value: Data) {
         guard !value.isEmpty else { return }
+        key(field, .lengthDelimited)
+        varint(UInt64(value.count))
+        bytes.append(contentsOf: value)
+    }
+
+    /// A length-delimited field holding bytes already encoded (a message's), written even when empty.
+    mutating func encoded(_ field: Int, _ value: [UInt8]) {
         key(field, .lengthDelimited)
         varint(UInt64(value.count))
         bytes.append(contentsOf: value)

@@ -14,24 +14,23 @@ extension Opq_V1_Submit {
     /// `Opq_V1_Submit(submission, idempotencyKey:).serializedBytes()`, built one operation at a time.
     /// - Throws: what SwiftProtobuf's encoding throws, as `WireError.invalidField` (as ``Frames/encode(_:raw:)``).
     public static func encodedBytes(_ submission: Submission, idempotencyKey: String = "", reserving front: Int = 0) throws(WireError) -> [UInt8] {
-        var submit = WireBytes()
-        submit.bytes.reserveCapacity(front + submission.operations.count * 64 + 64)
-        var scratch = WireBytes()
+        var submit = ProtobufWriter(capacity: front + submission.operations.count * 64 + 64)
+        var scratch = ProtobufWriter(capacity: 256)
         do {
             for spec in submission.operations {
                 if scratch.operationSpec(spec) {
-                    submit.field(1, scratch.bytes)
+                    submit.encoded(1, scratch.bytes)
                 } else {
-                    submit.field(1, try Opq_V1_OperationSpec(spec).serializedBytes() as [UInt8])
+                    submit.encoded(1, try Opq_V1_OperationSpec(spec).serializedBytes() as [UInt8])
                 }
             }
             for settings in submission.queueSettings {
-                submit.field(2, try Opq_V1_QueueSettings(queue: settings.queue, settings.settings).serializedBytes() as [UInt8])
+                submit.encoded(2, try Opq_V1_QueueSettings(queue: settings.queue, settings.settings).serializedBytes() as [UInt8])
             }
         } catch {
             throw .invalidField(Opq_V1_Submit.protoMessageName, problem: "cannot be encoded: \(error)")
         }
-        if !idempotencyKey.isEmpty { submit.field(3, Array(idempotencyKey.utf8)) }
+        submit.string(3, idempotencyKey)
         return submit.bytes
     }
 }
@@ -44,12 +43,9 @@ extension Opq_V1_ClientRequest {
         // Room for the request's own fields, which go in front of the Submit's bytes, moved up in place
         // (no second copy of a body that may be megabytes).
         var bytes = try Opq_V1_Submit.encodedBytes(submission, idempotencyKey: idempotencyKey, reserving: 24)
-        var head = WireBytes()
-        if requestID != 0 {
-            head.tag(1, wireType: 0)
-            head.varint(requestID)
-        }
-        head.tag(2, wireType: 2)
+        var head = ProtobufWriter(capacity: 24)
+        head.uint(1, requestID)
+        head.key(2, .lengthDelimited)
         head.varint(UInt64(bytes.count))
         bytes.insert(contentsOf: head.bytes, at: 0)
         return bytes
@@ -67,24 +63,8 @@ extension Frames {
     }
 }
 
-/// Protobuf's wire format, the few pieces a hand-built message needs.
-struct WireBytes {
-    var bytes: [UInt8] = []
-
-    mutating func varint(_ value: UInt64) { LEB128.append(value, to: &bytes) }
-
-    mutating func tag(_ field: UInt64, wireType: UInt64) { varint(field << 3 | wireType) }
-
-    /// A length-delimited field (a message or a string).
-    mutating func field(_ field: UInt64, _ value: [UInt8]) {
-        tag(field, wireType: 2)
-        varint(UInt64(value.count))
-        bytes.append(contentsOf: value)
-    }
-}
-
-extension WireBytes {
-    /// Replaces `bytes` with the `OperationSpec` message of `spec` — SwiftProtobuf's bytes for
+extension ProtobufWriter {
+    /// Replaces the bytes with the `OperationSpec` message of `spec` — SwiftProtobuf's bytes for
     /// `Opq_V1_OperationSpec(spec)`: fields in number order, proto3 defaults left out, `dependants`
     /// packed — written straight from the spec, without building the message and its storage first
     /// (issue 19: most of an operation's encoding went there and to SwiftProtobuf's visitor). Returns
@@ -92,9 +72,9 @@ extension WireBytes {
     /// `environment`; work other than none or one command): the caller encodes those with SwiftProtobuf.
     mutating func operationSpec(_ spec: OperationSpec) -> Bool {
         guard spec.labels.isEmpty else { return false }
-        bytes.removeAll(keepingCapacity: true)
-        if !spec.name.isEmpty { string(1, spec.name) }
-        if !spec.queue.isEmpty { string(2, spec.queue) }
+        reset()
+        string(1, spec.name)
+        string(2, spec.queue)
         switch spec.work {
         case .empty: break
         case .command(let command):
@@ -105,14 +85,14 @@ extension WireBytes {
             if let directory = command.workingDirectory { size += Self.stringSize(3, directory) }
             for path in command.inputs { size += Self.stringSize(140, path) }
             for path in command.outputs { size += Self.stringSize(141, path) }
-            tag(3, wireType: 2)
+            key(3, .lengthDelimited)
             varint(UInt64(Self.lengthSize(1, size)))
-            tag(1, wireType: 2)
+            key(1, .lengthDelimited)
             varint(UInt64(size))
-            for argument in command.argv { string(1, argument) }
-            if let directory = command.workingDirectory { string(3, directory) }
-            for path in command.inputs { string(140, path) }
-            for path in command.outputs { string(141, path) }
+            for argument in command.argv { string(1, present: argument) }
+            string(3, present: command.workingDirectory)
+            for path in command.inputs { string(140, present: path) }
+            for path in command.outputs { string(141, present: path) }
         case .commands, .handler, .handlers:
             return false
         }
@@ -120,84 +100,41 @@ extension WireBytes {
             // DependencyRef { oneof: name = 1, id = 2 }: a set oneof field is written even when empty or 0.
             switch dependency {
             case .name(let name):
-                tag(4, wireType: 2)
+                key(4, .lengthDelimited)
                 varint(UInt64(Self.stringSize(1, name)))
-                string(1, name)
+                string(1, present: name)
             case .id(let id):
-                tag(4, wireType: 2)
+                key(4, .lengthDelimited)
                 varint(UInt64(Self.varintSize(2 << 3) + Self.varintSize(id.rawValue)))
-                tag(2, wireType: 0)
+                key(2, .varint)
                 varint(id.rawValue)
             }
         }
         let priority = spec.priority.wireValue
-        if priority != 0 {
-            tag(5, wireType: 0)
-            varint(UInt64(UInt32(bitPattern: (priority << 1) ^ (priority >> 31))))  // sint32: zigzag
-        }
-        enumeration(6, Opq_V1_QualityOfService(spec.qualityOfService).rawValue)
-        enumeration(7, Opq_V1_Requirement(spec.requires).rawValue)
-        let retries = UInt32(clamping: spec.retries)
-        if retries != 0 {
-            tag(8, wireType: 0)
-            varint(UInt64(retries))
-        }
-        if let timeout = spec.timeout {
-            tag(9, wireType: 1)
-            withUnsafeBytes(of: timeout.bitPattern.littleEndian) { bytes.append(contentsOf: $0) }
-        }
-        if spec.isBarrier {
-            tag(11, wireType: 0)
-            varint(1)
-        }
+        uint(5, UInt64(UInt32(bitPattern: (priority << 1) ^ (priority >> 31))))  // sint32: zigzag (0 stays 0)
+        enumeration(6, Opq_V1_QualityOfService(spec.qualityOfService), zero: .default)
+        enumeration(7, Opq_V1_Requirement(spec.requires), zero: .any)
+        uint(8, UInt64(UInt32(clamping: spec.retries)))
+        double(9, present: spec.timeout)
+        uint(11, spec.isBarrier ? 1 : 0)
         if !spec.dependants.isEmpty {
-            tag(180, wireType: 2)
+            key(180, .lengthDelimited)
             varint(UInt64(spec.dependants.reduce(0) { $0 + Self.varintSize($1.rawValue) }))
             for dependant in spec.dependants { varint(dependant.rawValue) }
         }
-        if spec.resources.cpus != 1 {
-            let cpus = UInt32(clamping: spec.resources.cpus)
-            if cpus != 0 {
-                tag(360, wireType: 0)
-                varint(UInt64(cpus))
-            }
-        }
-        let memory = UInt64(clamping: spec.resources.memory)
-        if memory != 0 {
-            tag(361, wireType: 0)
-            varint(memory)
-        }
-        if let reservation = spec.reservation?.rawValue, reservation != 0 {
-            tag(430, wireType: 0)
-            varint(reservation)
-        }
-        if spec.isCancelled {
-            tag(431, wireType: 0)
-            varint(1)
-        }
+        if spec.resources.cpus != 1 { uint(360, UInt64(UInt32(clamping: spec.resources.cpus))) }
+        uint(361, UInt64(clamping: spec.resources.memory))
+        uint(430, spec.reservation?.rawValue ?? 0)
+        uint(431, spec.isCancelled ? 1 : 0)
         return true
-    }
-
-    /// A string field (written even when empty: callers leave out proto3's defaults themselves).
-    private mutating func string(_ field: UInt64, _ value: String) {
-        tag(field, wireType: 2)
-        varint(UInt64(value.utf8.count))
-        bytes.append(contentsOf: value.utf8)
-    }
-
-    /// An enum field; 0 (the default) is left out. Negative values take ten bytes, as int32 does.
-    private mutating func enumeration(_ field: UInt64, _ value: Int) {
-        guard value != 0 else { return }
-        tag(field, wireType: 0)
-        varint(UInt64(bitPattern: Int64(value)))
     }
 
     /// Bytes of a varint.
     static func varintSize(_ value: UInt64) -> Int { value == 0 ? 1 : (64 - value.leadingZeroBitCount + 6) / 7 }
 
     /// Bytes of a length-delimited field `field` holding `length` bytes.
-    static func lengthSize(_ field: UInt64, _ length: Int) -> Int { varintSize(field << 3 | 2) + varintSize(UInt64(length)) + length }
+    static func lengthSize(_ field: Int, _ length: Int) -> Int { varintSize(UInt64(field) << 3 | 2) + varintSize(UInt64(length)) + length }
 
     /// Bytes of string field `field` holding `value`.
-    static func stringSize(_ field: UInt64, _ value: String) -> Int { lengthSize(field, value.utf8.count) }
+    static func stringSize(_ field: Int, _ value: String) -> Int { lengthSize(field, value.utf8.count) }
 }

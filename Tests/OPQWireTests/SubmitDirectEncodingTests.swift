@@ -2,7 +2,7 @@ import OPQCore
 import Testing
 import OPQWire
 
-/// Operation specs are written straight to bytes (`WireBytes.operationSpec`) when they hold no map and
+/// Operation specs are written straight to bytes (`ProtobufWriter.operationSpec`) when they hold no map and
 /// at most one command; those bytes must be SwiftProtobuf's, field for field, for every such spec.
 @Suite struct SubmitDirectEncodingTests {
     /// A spec with every field the direct encoding writes set at random (seeded), some at their
