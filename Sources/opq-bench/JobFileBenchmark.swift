@@ -101,7 +101,16 @@ enum JobFileBenchmark {
         let (encode, bytes) = try timed { () throws -> [UInt8] in try Opq_V1_Submit.encodedBytes(jobFile.submission) }
         let (wholeEncode, wholeBytes) = try timed { () throws -> [UInt8] in try Opq_V1_Submit(jobFile.submission).serializedBytes() }
         guard wholeBytes == bytes else { throw ClusterBenchError("the Submit encoded one operation at a time differs from the whole message's bytes") }
-        let (decode, decoded) = try timed { Submission(try Opq_V1_Submit(serializedBytes: bytes)) }
+        // The coordinator's decoding of the request as `opq submit` sends it: now (a Submit read by hand
+        // straight into the core's values, validated) and before (SwiftProtobuf, its validation, the conversion).
+        let frames = [[1], Frames.signature, try Opq_V1_ClientRequest.encodedSubmit(1, jobFile.submission)]
+        let (decode, received) = try timed { try Frames.decodeClientRequest(frames) }
+        let (decodeBefore, before) = try timed { () throws -> Submission in
+            Submission(try Frames.decodeRouted(frames, as: Opq_V1_ClientRequest.self).message.submit)
+        }
+        guard let decoded = received.submission, Opq_V1_Submit(decoded) == Opq_V1_Submit(before) else {
+            throw ClusterBenchError("the Submit read by hand differs from SwiftProtobuf's decoding of it")
+        }
         let (submit, _) = try timed { var scheduler = Scheduler(); return try scheduler.submit(decoded, at: 0) }
         row("CLI: JobFile.load now (\(json ? "JSON in slices" : "one YAML document"), Scheduler.check)", load)
         row("  of which the check (Scheduler.check)", check)
@@ -115,7 +124,8 @@ enum JobFileBenchmark {
         row("CLI before: the check on a throwaway scheduler", throwaway)
         row("wire: encode Submit one operation at a time (\(Format.grouped(bytes.count)) B)", encode)
         row("wire before: build the whole Submit message, then encode it", wholeEncode)
-        row("coordinator: decode Submit", decode)
+        row("coordinator: decode Submit (read by hand, validated)", decode)
+        row("coordinator before: SwiftProtobuf, validation, conversion", decodeBefore)
         row("coordinator: core submit", submit)
         row("opq in all now (no sockets, no journal)", load + encode + decode + submit)
         if let parallel { table.append(["GNU parallel --dry-run, same commands (scaled)", Format.fixed(parallel, 3), "", ""]) }
