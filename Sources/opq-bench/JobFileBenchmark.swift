@@ -31,7 +31,7 @@ enum JobFileBenchmark {
         Every tenth operation depends on the one before it. The file is generated in a temporary
         directory and removed afterwards. In-process phases show wall seconds and CPU seconds (the CPU
         time is what stays put on a busy machine). End to end, `opq submit FILE` runs against a fresh
-        coordinator (no workers, ipc): its wall time, the CLI's peak RSS, the coordinator's CPU and its
+        coordinator (no workers, ipc): its wall time, the CLI's CPU time and peak RSS, the coordinator's CPU and its
         resident growth per operation, at once and 1.5 s later (after the coordinator's next quiet turn,
         which gives freed heap pages back). GNU parallel takes ≈ 8 ms per command even with --dry-run, so it
         reads at most the first 2,000 commands and its time is scaled to N (linear: measured 8.3–9.2 ms
@@ -136,7 +136,7 @@ enum JobFileBenchmark {
 
     /// `opq submit FILE` against a fresh coordinator of each build, side by side.
     static func endToEnd(path: String, count: Int, builds: [(name: String, binaries: Binaries)], directory: URL, parallel: Double?) throws {
-        var table = TextTable([.init("build", right: false), .init("accepted in s"), .init("CLI peak RSS MB"), .init("coordinator CPU s"),
+        var table = TextTable([.init("build", right: false), .init("accepted in s"), .init("CLI CPU s"), .init("CLI peak RSS MB"), .init("coordinator CPU s"),
                                .init("coordinator B / op"), .init("B / op 1.5 s later")])
         for (k, build) in builds.enumerated() {
             let cluster = try LocalCluster(binaries: build.binaries, parent: directory, name: "cluster-\(k)")
@@ -152,7 +152,7 @@ enum JobFileBenchmark {
             let command = [build.binaries.found.path(of: "opq"), "submit", path, "--coordinator", cluster.clientsEndpoint]
             let timed = FileManager.default.isExecutableFile(atPath: "/usr/bin/time")
             let submit = timed
-                ? try ChildProcess("/usr/bin/time", ["-f", "%M", "-o", rssFile] + command, name: "submit-\(k)", directory: directory)
+                ? try ChildProcess("/usr/bin/time", ["-f", "%M %U %S", "-o", rssFile] + command, name: "submit-\(k)", directory: directory)
                 : try ChildProcess(command[0], Array(command.dropFirst()), name: "submit-\(k)", directory: directory)
             let status = submit.waitForExit()
             let seconds = Clock.seconds(Clock.nanoseconds() - start)
@@ -165,13 +165,15 @@ enum JobFileBenchmark {
             // (its heartbeat comes each second): what stays resident is read again after that.
             usleep(1_500_000)
             let settled = Double((residentBytes(of: coordinator.pid) ?? 0) - rssBefore) / Double(count)
-            let timeReport = try? String(contentsOfFile: rssFile, encoding: .utf8)
-            let kilobytes = timeReport.flatMap { Int($0.trimmingCharacters(in: .whitespacesAndNewlines)) } ?? submit.peakResidentKilobytes ?? 0
-            table.append([build.name, Format.fixed(seconds, 3), Format.fixed(Double(kilobytes) / 1024, 1),
+            // /usr/bin/time's "PEAK_KB USER_S SYSTEM_S" (the CLI's CPU: what stays put on a busy machine).
+            let timeReport = (try? String(contentsOfFile: rssFile, encoding: .utf8))?.split(whereSeparator: \.isWhitespace) ?? []
+            let kilobytes = timeReport.first.flatMap { Int($0) } ?? submit.peakResidentKilobytes ?? 0
+            let cliCPU = timeReport.count == 3 ? Double(timeReport[1]).flatMap { user in Double(timeReport[2]).map { user + $0 } } : nil
+            table.append([build.name, Format.fixed(seconds, 3), cliCPU.map { Format.fixed($0, 2) } ?? "", Format.fixed(Double(kilobytes) / 1024, 1),
                           Format.fixed((coordinator.cpuSeconds ?? 0) - cpuBefore, 3), Format.fixed(perOperation, 0),
                           Format.fixed(settled, 0)])
         }
-        if let parallel { table.append(["GNU parallel --dry-run (scaled)", Format.fixed(parallel, 3), "", "", "", ""]) }
+        if let parallel { table.append(["GNU parallel --dry-run (scaled)", Format.fixed(parallel, 3), "", "", "", "", ""]) }
         print("\nopq submit FILE, end to end (fresh coordinator, no workers):")
         print(table.render())
     }
