@@ -3,12 +3,13 @@ import OPQCore
 import OPQWire
 
 extension CoordinatorState {
-    /// Decodes one request from a client. A request that does not decode gets an error reply (request id
-    /// 0 when even that could not be read) and nil; the coordinator keeps serving everyone else.
-    mutating func decodeClient(_ frames: [[UInt8]]) -> Opq_V1_ClientRequest? {
+    /// Decodes one request from a client (a Submit straight into the core's `Submission`). A request that
+    /// does not decode gets an error reply (request id 0 when even that could not be read) and nil; the
+    /// coordinator keeps serving everyone else.
+    mutating func decodeClient(_ frames: [[UInt8]]) -> ReceivedClientRequest? {
         guard let identity = frames.first, !identity.isEmpty else { return nil }
         do {
-            return try Frames.decodeRouted(frames, as: Opq_V1_ClientRequest.self).message
+            return try Frames.decodeClientRequest(frames)
         } catch {
             logger.info("malformed request from client", metadata: ["error": "\(error)"])
             refuseNow(Self.requestID(in: frames), Opq_V1_Error(error), identity: identity)
@@ -18,7 +19,8 @@ extension CoordinatorState {
 
     /// One decoded request from a client, as it came in `frames`. `journalRefusal` is the loop's answer
     /// to whether the journal can take it now (nil = it can, or it is a read).
-    mutating func handleClient(_ request: Opq_V1_ClientRequest, frames: [[UInt8]], journalRefusal: Opq_V1_Error?, now: Double) {
+    mutating func handleClient(_ received: ReceivedClientRequest, frames: [[UInt8]], journalRefusal: Opq_V1_Error?, now: Double) {
+        let request = received.message
         let identity = frames[0]
         let id = request.requestID
         switch request.body {
@@ -46,8 +48,8 @@ extension CoordinatorState {
         }
 
         switch request.body {
-        case .submit(let submit):
-            self.submit(submit, received: frames[2], requestID: id, identity: identity, now: now)
+        case .submit:
+            if let submission = received.submission { submit(submission, received: frames[2], requestID: id, identity: identity, now: now) }
         case .cancel(let cancel):
             do {
                 let cancelled = try self.cancel(cancel, now: now)
@@ -139,15 +141,14 @@ extension CoordinatorState {
     }
 
     /// A submission; `received` is the request's bytes as they came, which the journal stores.
-    private mutating func submit(_ submit: Opq_V1_Submit, received: [UInt8], requestID: UInt64, identity: [UInt8], now: Double) {
-        let key = submit.idempotencyKey
+    private mutating func submit(_ submission: Submission, received: [UInt8], requestID: UInt64, identity: [UInt8], now: Double) {
+        let key = submission.idempotencyKey
         if !key.isEmpty, let receipt = receipts[key] {
             queueToClient(.reply(requestID) { $0.submitted = Opq_V1_SubmitAccepted(receipt, duplicate: true) }, identity: identity)
             return
         }
         do {
-            var submission = Submission(submit)
-            submission.idempotencyKey = key
+            var submission = submission
             submission.received = received
             let receipt = try core.submit(submission, at: now)
             if !key.isEmpty { receipts[key] = receipt }

@@ -120,7 +120,7 @@ extension Coordinator {
             return
         }
         if let request = state.decodeClient(frames) {
-            let refusal = try journalRefusal(of: request, bytes: frames.reduce(0) { $0 + $1.count })
+            let refusal = try journalRefusal(of: request.message, bytes: frames.reduce(0) { $0 + $1.count })
             state.handleClient(request, frames: frames, journalRefusal: refusal, now: now)
         }
         try perform(state.takeActions(), now: now)

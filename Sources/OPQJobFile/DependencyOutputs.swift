@@ -226,7 +226,7 @@ extension JobFileParser {
 
     /// Whether any text field of `spec` holds `{outputs.`.
     static func mentionsOutputs(_ spec: OperationSpec) -> Bool {
-        func has(_ text: String) -> Bool { text.utf8.contains(UInt8(ascii: "{")) && text.contains(outputsMarker) }
+        func has(_ text: String) -> Bool { text.containsUTF8(UInt8(ascii: "{")) && text.contains(outputsMarker) }
         func has(_ payload: [UInt8]) -> Bool { payload.contains(UInt8(ascii: "{")) && has(String(decoding: payload, as: UTF8.self)) }
         switch spec.work {
         case .empty: return false

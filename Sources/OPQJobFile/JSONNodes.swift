@@ -35,8 +35,12 @@ struct JSONNodes {
     private let stringTag = Tag(.str)
     private let mappingTag = Tag(.map)
     private let sequenceTag = Tag(.seq)
-    /// Keys repeat in every operation: one string per distinct key.
+    /// Keys repeat in every operation: one string per distinct key. The first few are looked up by
+    /// comparing bytes (a file's operations use a handful of keys: cheaper than hashing each), the
+    /// rest in `keys`.
+    private var recentKeys: [(range: Range<Int>, text: String)] = []
     private var keys: [ArraySlice<UInt8>: String] = [:]
+    private static let recentKeyLimit = 16
 
     private init(bytes: [UInt8]) { self.bytes = bytes }
 
@@ -91,6 +95,7 @@ struct JSONNodes {
         case UInt8(ascii: "{"):
             index += 1
             var pairs: [(Node, Node)] = []
+            pairs.reserveCapacity(8)  // a temporary: Yams copies the pairs into its own array
             skipSpace()
             if peek == UInt8(ascii: "}") {
                 index += 1
@@ -161,11 +166,10 @@ struct JSONNodes {
         let text: String
         if bytes[index] == UInt8(ascii: "\"") {
             let raw = bytes[start..<index]
-            if interned, let known = keys[raw] {
-                text = known
+            if interned {
+                text = internedKey(start..<index)
             } else {
                 text = String(decoding: raw, as: UTF8.self)
-                if interned { keys[raw] = text }
             }
             index += 1
         } else {
@@ -174,6 +178,25 @@ struct JSONNodes {
             text = String(decoding: decoded, as: UTF8.self)
         }
         return .scalar(.init(text, stringTag, .doubleQuoted, mark))
+    }
+
+    /// The one string of the key in `range` of the bytes (see ``recentKeys``).
+    private mutating func internedKey(_ range: Range<Int>) -> String {
+        let recent: String? = bytes.withUnsafeBufferPointer { buffer in
+            for k in recentKeys.indices where recentKeys[k].range.count == range.count {
+                let start = recentKeys[k].range.lowerBound
+                var i = 0
+                while i < range.count, buffer[start + i] == buffer[range.lowerBound + i] { i += 1 }
+                if i == range.count { return recentKeys[k].text }
+            }
+            return nil
+        }
+        if let recent { return recent }
+        let raw = bytes[range]
+        if let known = keys[raw] { return known }
+        let text = String(decoding: raw, as: UTF8.self)
+        if recentKeys.count < Self.recentKeyLimit { recentKeys.append((range, text)) } else { keys[raw] = text }
+        return text
     }
 
     /// Decodes from `index` (inside a string) to just past its closing quote, appending UTF-8 to `out`.

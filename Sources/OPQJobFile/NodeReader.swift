@@ -187,7 +187,7 @@ struct NodeReader {
     func checkText(_ text: String, at node: Node, _ subject: String?, field: String, maxBytes: Int? = nil, allowsNUL: Bool = false)
         throws(JobFileError)
     {
-        if !allowsNUL, text.utf8.contains(0) {
+        if !allowsNUL, text.containsUTF8(0) {
             throw error(at: node, subject, field: field,
                         "\(field) contains a NUL byte (\\0), which would silently cut it short where it is used; remove it")
         }

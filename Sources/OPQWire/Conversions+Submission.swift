@@ -28,22 +28,35 @@ extension Opq_V1_OperationSpec {
 extension OperationSpec {
     /// The core spec of a (validated) wire spec: an empty queue is `default`, the priority is snapped.
     public init(_ wire: Opq_V1_OperationSpec) {
+        self.init(wireName: wire.name, queue: wire.queue, work: Work(wire.work), dependencies: wire.dependencies.compactMap(\.core),
+                  priority: wire.priority, qos: wire.qos, requires: wire.requires, retries: wire.retries,
+                  timeout: wire.hasTimeoutSeconds ? wire.timeoutSeconds : nil, labels: wire.labels, barrier: wire.barrier,
+                  dependants: wire.dependants, cpus: wire.cpus, memoryBytes: wire.memoryBytes, reservation: wire.reservation,
+                  cancelled: wire.cancelled)
+    }
+
+    /// The core spec of a (validated) wire spec's fields, whoever read them (SwiftProtobuf's message or
+    /// the hand-written Submit reader, `ClientRequest+SubmitReader.swift`): the one place their meaning is set.
+    init(wireName name: String, queue: String, work: Work, dependencies: [DependencyReference], priority: Int32,
+         qos: Opq_V1_QualityOfService, requires: Opq_V1_Requirement, retries: UInt32, timeout: Double?,
+         labels: [String: String], barrier: Bool, dependants: [UInt64], cpus: UInt32, memoryBytes: UInt64,
+         reservation: UInt64, cancelled: Bool) {
         self.init(
-            name: wire.name,
-            queue: wire.queue.isEmpty ? "default" : wire.queue,
-            work: Work(wire.work),
-            dependencies: wire.dependencies.compactMap(\.core),
-            priority: QueuePriority(wire: wire.priority),
-            qualityOfService: QualityOfService(wire.qos),
-            requires: Requirement(wire.requires),
-            retries: Int(wire.retries),
-            timeout: wire.hasTimeoutSeconds ? wire.timeoutSeconds : nil,
-            labels: wire.labels,
-            isBarrier: wire.barrier,
-            dependants: wire.dependants.map(OperationID.init),
-            reservation: wire.reservation == 0 ? nil : OperationID(wire.reservation),
-            isCancelled: wire.cancelled)
-        resources = Resources(cpus: wire.cpus == 0 ? 1 : Int(wire.cpus), memory: Int(clamping: wire.memoryBytes))
+            name: name,
+            queue: Opq_V1_QueueSettings.coreQueue(queue),
+            work: work,
+            dependencies: dependencies,
+            priority: QueuePriority(wire: priority),
+            qualityOfService: QualityOfService(qos),
+            requires: Requirement(requires),
+            retries: Int(retries),
+            timeout: timeout,
+            labels: labels,
+            isBarrier: barrier,
+            dependants: dependants.map(OperationID.init),
+            reservation: reservation == 0 ? nil : OperationID(reservation),
+            isCancelled: cancelled)
+        resources = Resources(cpus: cpus == 0 ? 1 : Int(cpus), memory: Int(clamping: memoryBytes))
     }
 }
 
@@ -59,10 +72,16 @@ extension Opq_V1_QueueSettings {
 
     /// The queue name (empty = `default`) and its core settings.
     public var core: (queue: String, settings: QueueSettings) {
-        (queue.isEmpty ? "default" : queue,
-         QueueSettings(maxConcurrent: hasMaxConcurrent ? Int(maxConcurrent) : nil,
-                       isSuspended: hasSuspended ? suspended : nil))
+        Self.core(queue: queue, maxConcurrent: hasMaxConcurrent ? maxConcurrent : nil, suspended: hasSuspended ? suspended : nil)
     }
+
+    /// The core queue name and settings of a queue's wire fields, whoever read them.
+    static func core(queue: String, maxConcurrent: Int32?, suspended: Bool?) -> (queue: String, settings: QueueSettings) {
+        (coreQueue(queue), QueueSettings(maxConcurrent: maxConcurrent.map(Int.init), isSuspended: suspended))
+    }
+
+    /// The core name of a wire queue name: empty = `default`.
+    static func coreQueue(_ wire: String) -> String { wire.isEmpty ? "default" : wire }
 }
 
 extension Opq_V1_Submit {

@@ -121,6 +121,14 @@ public enum Frames {
     static func decode<M: WireEnvelope>(
         _ frames: [[UInt8]], from start: Int, as type: M.Type
     ) throws(WireError) -> (message: M, raw: [[UInt8]]) {
+        let (bytes, rawFrames) = try messageFrame(frames, from: start)
+        let message = try M.decoded(bytes, rawFrames: rawFrames)
+        return (message, Array(frames[(start + 2)...]))
+    }
+
+    /// The message frame of `frames` (the signature at `start`) and how many raw frames follow it, once
+    /// the frame count, sizes and signature are checked.
+    static func messageFrame(_ frames: [[UInt8]], from start: Int) throws(WireError) -> (bytes: [UInt8], rawFrames: Int) {
         guard frames.count > start else { throw .empty }
         guard frames.count <= WireLimits.maxFrames else {
             throw .tooManyFrames(count: frames.count, limit: WireLimits.maxFrames)
@@ -130,7 +138,6 @@ public enum Frames {
         }
         guard frames[start] == signature else { throw .badSignature(found: Array(frames[start].prefix(64))) }
         guard frames.count > start + 1 else { throw .missingMessage }
-        let message = try M.decoded(frames[start + 1], rawFrames: frames.count - start - 2)
-        return (message, Array(frames[(start + 2)...]))
+        return (frames[start + 1], frames.count - start - 2)
     }
 }

@@ -31,7 +31,7 @@ enum JobFileBenchmark {
         Every tenth operation depends on the one before it. The file is generated in a temporary
         directory and removed afterwards. In-process phases show wall seconds and CPU seconds (the CPU
         time is what stays put on a busy machine). End to end, `opq submit FILE` runs against a fresh
-        coordinator (no workers, ipc): its wall time, the CLI's peak RSS, the coordinator's CPU and its
+        coordinator (no workers, ipc): its wall time, the CLI's CPU time and peak RSS, the coordinator's CPU and its
         resident growth per operation, at once and 1.5 s later (after the coordinator's next quiet turn,
         which gives freed heap pages back). GNU parallel takes ≈ 8 ms per command even with --dry-run, so it
         reads at most the first 2,000 commands and its time is scaled to N (linear: measured 8.3–9.2 ms
@@ -101,7 +101,16 @@ enum JobFileBenchmark {
         let (encode, bytes) = try timed { () throws -> [UInt8] in try Opq_V1_Submit.encodedBytes(jobFile.submission) }
         let (wholeEncode, wholeBytes) = try timed { () throws -> [UInt8] in try Opq_V1_Submit(jobFile.submission).serializedBytes() }
         guard wholeBytes == bytes else { throw ClusterBenchError("the Submit encoded one operation at a time differs from the whole message's bytes") }
-        let (decode, decoded) = try timed { Submission(try Opq_V1_Submit(serializedBytes: bytes)) }
+        // The coordinator's decoding of the request as `opq submit` sends it: now (a Submit read by hand
+        // straight into the core's values, validated) and before (SwiftProtobuf, its validation, the conversion).
+        let frames = [[1], Frames.signature, try Opq_V1_ClientRequest.encodedSubmit(1, jobFile.submission)]
+        let (decode, received) = try timed { try Frames.decodeClientRequest(frames) }
+        let (decodeBefore, before) = try timed { () throws -> Submission in
+            Submission(try Frames.decodeRouted(frames, as: Opq_V1_ClientRequest.self).message.submit)
+        }
+        guard let decoded = received.submission, Opq_V1_Submit(decoded) == Opq_V1_Submit(before) else {
+            throw ClusterBenchError("the Submit read by hand differs from SwiftProtobuf's decoding of it")
+        }
         let (submit, _) = try timed { var scheduler = Scheduler(); return try scheduler.submit(decoded, at: 0) }
         row("CLI: JobFile.load now (\(json ? "JSON in slices" : "one YAML document"), Scheduler.check)", load)
         row("  of which the check (Scheduler.check)", check)
@@ -115,7 +124,8 @@ enum JobFileBenchmark {
         row("CLI before: the check on a throwaway scheduler", throwaway)
         row("wire: encode Submit one operation at a time (\(Format.grouped(bytes.count)) B)", encode)
         row("wire before: build the whole Submit message, then encode it", wholeEncode)
-        row("coordinator: decode Submit", decode)
+        row("coordinator: decode Submit (read by hand, validated)", decode)
+        row("coordinator before: SwiftProtobuf, validation, conversion", decodeBefore)
         row("coordinator: core submit", submit)
         row("opq in all now (no sockets, no journal)", load + encode + decode + submit)
         if let parallel { table.append(["GNU parallel --dry-run, same commands (scaled)", Format.fixed(parallel, 3), "", ""]) }
@@ -126,7 +136,7 @@ enum JobFileBenchmark {
 
     /// `opq submit FILE` against a fresh coordinator of each build, side by side.
     static func endToEnd(path: String, count: Int, builds: [(name: String, binaries: Binaries)], directory: URL, parallel: Double?) throws {
-        var table = TextTable([.init("build", right: false), .init("accepted in s"), .init("CLI peak RSS MB"), .init("coordinator CPU s"),
+        var table = TextTable([.init("build", right: false), .init("accepted in s"), .init("CLI CPU s"), .init("CLI peak RSS MB"), .init("coordinator CPU s"),
                                .init("coordinator B / op"), .init("B / op 1.5 s later")])
         for (k, build) in builds.enumerated() {
             let cluster = try LocalCluster(binaries: build.binaries, parent: directory, name: "cluster-\(k)")
@@ -142,7 +152,7 @@ enum JobFileBenchmark {
             let command = [build.binaries.found.path(of: "opq"), "submit", path, "--coordinator", cluster.clientsEndpoint]
             let timed = FileManager.default.isExecutableFile(atPath: "/usr/bin/time")
             let submit = timed
-                ? try ChildProcess("/usr/bin/time", ["-f", "%M", "-o", rssFile] + command, name: "submit-\(k)", directory: directory)
+                ? try ChildProcess("/usr/bin/time", ["-f", "%M %U %S", "-o", rssFile] + command, name: "submit-\(k)", directory: directory)
                 : try ChildProcess(command[0], Array(command.dropFirst()), name: "submit-\(k)", directory: directory)
             let status = submit.waitForExit()
             let seconds = Clock.seconds(Clock.nanoseconds() - start)
@@ -155,13 +165,15 @@ enum JobFileBenchmark {
             // (its heartbeat comes each second): what stays resident is read again after that.
             usleep(1_500_000)
             let settled = Double((residentBytes(of: coordinator.pid) ?? 0) - rssBefore) / Double(count)
-            let timeReport = try? String(contentsOfFile: rssFile, encoding: .utf8)
-            let kilobytes = timeReport.flatMap { Int($0.trimmingCharacters(in: .whitespacesAndNewlines)) } ?? submit.peakResidentKilobytes ?? 0
-            table.append([build.name, Format.fixed(seconds, 3), Format.fixed(Double(kilobytes) / 1024, 1),
+            // /usr/bin/time's "PEAK_KB USER_S SYSTEM_S" (the CLI's CPU: what stays put on a busy machine).
+            let timeReport = (try? String(contentsOfFile: rssFile, encoding: .utf8))?.split(whereSeparator: \.isWhitespace) ?? []
+            let kilobytes = timeReport.first.flatMap { Int($0) } ?? submit.peakResidentKilobytes ?? 0
+            let cliCPU = timeReport.count == 3 ? Double(timeReport[1]).flatMap { user in Double(timeReport[2]).map { user + $0 } } : nil
+            table.append([build.name, Format.fixed(seconds, 3), cliCPU.map { Format.fixed($0, 2) } ?? "", Format.fixed(Double(kilobytes) / 1024, 1),
                           Format.fixed((coordinator.cpuSeconds ?? 0) - cpuBefore, 3), Format.fixed(perOperation, 0),
                           Format.fixed(settled, 0)])
         }
-        if let parallel { table.append(["GNU parallel --dry-run (scaled)", Format.fixed(parallel, 3), "", "", "", ""]) }
+        if let parallel { table.append(["GNU parallel --dry-run (scaled)", Format.fixed(parallel, 3), "", "", "", "", ""]) }
         print("\nopq submit FILE, end to end (fresh coordinator, no workers):")
         print(table.render())
     }

@@ -78,6 +78,26 @@ import Testing
         #expect("\(surrogate.json)".replacing("JSON syntax", with: "YAML syntax") == "\(surrogate.yaml)")
     }
 
+    /// Keys are interned as they are read (a few compared byte for byte, the rest in a dictionary):
+    /// many distinct keys, keys of one length that differ, and keys that reappear later read as Yams reads them.
+    @Test func manyDistinctKeysReadAsYamsReadThem() throws {
+        let environment = (0..<40).map { "\"K\($0 % 2 == 0 ? "A" : "B")\($0)\": \"\($0)\"" }.joined(separator: ", ")
+        let text = Self.jsonText(30) { k, line in
+            switch k {
+            case 3: "    {\"name\": \"op-3\", \"command\": [\"env\"], \"env\": {\(environment)}, \"labels\": {\"ab\": \"1\", \"ba\": \"2\"}}"
+            case 9: "    {\"command\": [\"env\"], \"env\": {\"KB1\": \"x\", \"KA0\": \"y\", \"KA38\": \"z\"}, \"name\": \"op-9\", \"labels\": {\"ba\": \"3\"}}"
+            default: line
+            }
+        }
+        let (json, yaml) = Self.bothWays(text)
+        let sliced = try json.get(), whole = try yaml.get()
+        #expect(sliced.submission.operations.map(\.work) == whole.submission.operations.map(\.work))
+        #expect(sliced.submission.operations.map(\.labels) == whole.submission.operations.map(\.labels))
+        guard case .command(let command) = sliced.submission.operations[3].work else { return #expect(Bool(false)) }
+        #expect(command.environment.count == 40 && command.environment["KB39"] == "39")
+        #expect(sliced.submission.operations[9].labels == ["ba": "3"])
+    }
+
     /// Errors deep in a big file name the file's own line, like the whole-document reading.
     @Test func errorsInALaterSliceNameTheFilesLine() throws {
         let mistakes: [(Int, (String) -> String, field: String)] = [
