@@ -38,7 +38,10 @@ done
 revision=$(git describe --always --dirty --abbrev=12 2>/dev/null || true)
 [ -n "$revision" ] || revision=unknown
 # The revision reaches Swift as a C macro of the COPQBuildInfo target (see Sources/OPQVersion).
-build=(swift build -c release --static-swift-stdlib --scratch-path "$scratch" -Xcc "-DOPQ_GIT_REVISION=\"$revision\"")
+# --disable-local-rpath: no RUNPATH $ORIGIN (the binaries load no library of their own), so the dynamic
+# loader neither reads /proc/self/exe to expand it nor first looks for libzmq and the libraries it needs
+# in the binary's directory and its hardware subdirectories (issue 19: 15 failed opens at each start).
+build=(swift build -c release --static-swift-stdlib --disable-local-rpath --scratch-path "$scratch" -Xcc "-DOPQ_GIT_REVISION=\"$revision\"")
 products=(opq opq-coordinator opq-worker)
 echo "install.sh: building ${products[*]} (release, static Swift runtime, revision $revision)" >&2
 for product in "${products[@]}"; do

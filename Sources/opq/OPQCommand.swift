@@ -92,15 +92,15 @@ struct OPQCommand: ParsableCommand {
         // Alone, `--version` needs none of ArgumentParser's parsing (≈ 40M instructions at start, issue 19).
         if arguments == ["--version"] {
             print(OPQVersion.line)
-            Foundation.exit(0)
+            exitAtOnce(0)
         }
         // Before the check below: it reads every subcommand's configuration (issue 19: start time).
         if arguments.first == "status", let command = StatusCommand.parsedByHand(Array(arguments.dropFirst())) {
             do throws(ExitStatus) {
                 try command.run()
-                Foundation.exit(0)
+                exitAtOnce(0)
             } catch {
-                Foundation.exit(error.rawValue)
+                exitAtOnce(error.rawValue)
             }
         }
         if let unknown = unknownSubcommand(arguments) {
@@ -111,6 +111,14 @@ struct OPQCommand: ParsableCommand {
         }
         if let command = parsedAlone(arguments) { runExiting(command) }
         runExiting(nil, arguments)
+    }
+
+    /// Ends a short command (`opq status`, `opq --version`) with `status` once its output is flushed, without running the
+    /// exit handlers and static destructors of the libraries (libzmq's, ICU's, libstdc++'s): none holds
+    /// anything of such a command (issue 19: ≈ 0.08 ms and 11 page faults of `opq status`'s start).
+    static func exitAtOnce(_ status: Int32) -> Never {
+        fflush(nil)
+        _exit(status)
     }
 
     /// The words that send a command line the whole way (``parseAsRoot(_:)``) even when its subcommand

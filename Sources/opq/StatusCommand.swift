@@ -34,7 +34,7 @@ struct StatusCommand: ParsableCommand {
     /// its first reply is awaited ``Connection/probeSeconds`` at most, so an absent coordinator is reported
     /// as soon. A job is asked after a probe (its reply may take long to build: a big job's every operation).
     static func show(endpoint: String, job: String?, json: Bool) throws(ExitStatus) {
-        let connection = try job == nil ? Connection.unprobed(endpoint) : Connection.open(endpoint)
+        let connection = try Connection.forCommandThatExits(endpoint, probed: job != nil)
         var id: JobID?
         if let job {
             guard case .job(let parsed)? = TargetID(job, bare: { .job(JobID($0)) }) else {
