@@ -68,6 +68,12 @@ struct StoryBook {
             return steps
         }
 
+        /// The fewest bytes a step takes: its state and flags bytes and four one-byte varints.
+        static let minimumStepBytes = 6
+
+        /// Whether the story may hold `steps` steps or more (false: certainly fewer), without reading it.
+        func mayHold(_ steps: Int) -> Bool { bytes.count >= steps * Self.minimumStepBytes }
+
         /// The number of steps.
         var count: Int {
             var reader = Reader(bytes: bytes)
@@ -228,7 +234,8 @@ struct StoryBook {
             reason: (change.reason.map { $0.rawValue + 1 } ?? 0) | (change.retryAt != nil ? 0x80 : 0))
         if base == nil { base = change.time.bitPattern }
         let origin = base ?? 0
-        if stories[position].count == maxSteps {
+        // Counting walks the story: only a story long enough in bytes can have reached `maxSteps`.
+        if stories[position].mayHold(maxSteps), stories[position].count == maxSteps {
             stories[position].remove(at: keptFirst)
             dropped[change.operation, default: 0] += 1
         }
