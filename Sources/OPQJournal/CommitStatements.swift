@@ -11,8 +11,8 @@ import GRDBSQLite
 /// the row) a commit took ≈ 43k instructions, of which SQLite itself ≈ 19k (callgrind, a chain of
 /// no-ops). Here a commit is SQLite's work plus a few calls: the row's bytes are bound in place.
 ///
-/// Same SQL, same transaction as before (`BEGIN IMMEDIATE` … `COMMIT`; on any failure a `ROLLBACK`),
-/// same errors (`DatabaseError` with SQLite's result code, so a full disk is still
+/// Same SQL, same transaction as before (`BEGIN IMMEDIATE` … `COMMIT`, on any failure a `ROLLBACK`; a
+/// commit of the turn's row alone is that one statement, its own transaction), same errors (`DatabaseError` with SQLite's result code, so a full disk is still
 /// ``JournalError/diskFull(path:)``). Used only by the journal's one thread, between GRDB's own uses of
 /// the connection, never inside one; every statement is reset after it ran, so none holds a lock or a
 /// read transaction (VACUUM and GRDB's statements are not disturbed). Finalized when the journal goes,

@@ -183,7 +183,13 @@ public final class Journal {
         do {
             // Through SQLite's C API (``CommitStatements``): GRDB's path cost twice SQLite's own work.
             guard let statements else { throw JournalError.writeFailed(path: path, problem: "the journal is closed") }
-            try statements.inTransaction { try write(statements) }
+            if pendingOutputs.isEmpty && pendingOutputDeletes.isEmpty {
+                // One statement (the turn's row): SQLite runs it as a transaction of its own, as atomic
+                // and as durable as BEGIN … COMMIT around it, for one statement less.
+                try write(statements)
+            } else {
+                try statements.inTransaction { try write(statements) }
+            }
         } catch {
             throw Journal.writing(error, path: path)
         }
