@@ -210,6 +210,8 @@ struct StoryBook {
     /// Worker names seen (a step names its worker by index).
     private var workers: [WorkerID] = []
     private var workerIndex: [WorkerID: UInt32] = [:]
+    /// The worker a step last named, and its index.
+    private var lastWorker: (name: WorkerID, index: UInt32)?
 
     init(keptFirst: Int = OperationStory.keptFirst, maxSteps: Int = OperationStory.keptFirst + 28) {
         self.keptFirst = max(1, keptFirst)
@@ -298,10 +300,17 @@ struct StoryBook {
     }
 
     private mutating func index(of worker: WorkerID) -> UInt32 {
-        if let known = workerIndex[worker] { return known }
-        workers.append(worker)
-        let index = UInt32(workers.count)
-        workerIndex[worker] = index
+        // Consecutive steps mostly name the same worker: compared before the name is hashed.
+        if let last = lastWorker, last.name == worker { return last.index }
+        let index: UInt32
+        if let known = workerIndex[worker] {
+            index = known
+        } else {
+            workers.append(worker)
+            index = UInt32(workers.count)
+            workerIndex[worker] = index
+        }
+        lastWorker = (worker, index)
         return index
     }
 }
