@@ -5,11 +5,12 @@
 //
 //   cc -O2 -o /tmp/zmq-pingpong scripts/zmq-pingpong.c -lzmq && /tmp/zmq-pingpong 20000 ipc:///tmp/pp.ipc
 //
-// Not built by SwiftPM or CI. Seventh session, this 2-core machine shared with other builds (load 7-13):
-// 3.8k-22k round trips/s (the rate follows the load), p50 40-44 us every run, 21 us CPU per round trip on
-// each side (up to 38 us in the most loaded runs). So one round trip costs ~42 us of CPU in libzmq and
-// the kernel alone, and a chain of round trips cannot beat ~24k links/s.
-// DEALER <-> ROUTER ping-pong over ipc:// between two processes: the libzmq floor for one round trip.
+// Not built by SwiftPM or CI. Seventh session, this 2-core machine: quiet (load 2.3) 23.4k-24.0k round
+// trips/s, p50 40.5-42.0 us, p99 60-63 us, 20.7-21.3 us CPU per round trip on each side; two pairs at once
+// 24k each (48k/s: both cores full). Shared with builds (load 7-13): 3.8k-22k/s, p50 40-44 us, 21-38 us
+// CPU a side. So a round trip costs ~42 us of CPU in libzmq and the kernel alone, and a chain of round
+// trips cannot beat ~24k links/s.
+
 #include <zmq.h>
 #include <stdio.h>
 #include <stdlib.h>
