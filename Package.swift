@@ -75,6 +75,7 @@ let package = Package(
             dependencies: [
                 "OPQCore", "OPQWire",
                 .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "GRDBSQLite", package: "GRDB.swift"),
             ]
         ),
         .target(

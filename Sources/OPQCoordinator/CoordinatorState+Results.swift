@@ -17,11 +17,14 @@ extension CoordinatorState {
     /// - Complexity: O(d) for d dependencies.
     func dependencyOutcomes(of id: OperationID, work: Work) -> [Opq_V1_DependencyOutcome] {
         let isHandler = switch work { case .handler, .handlers: true; default: false }
-        guard isHandler || !results.isEmpty, let operation = core.operation(id), !operation.dependencies.isEmpty else { return [] }
+        guard isHandler || !results.isEmpty else { return [] }
+        let dependencies = core.dependencies(of: id)
+        guard !dependencies.isEmpty else { return [] }
         var budget = Limits.maxDispatchResultBytes
-        return operation.dependencies.compactMap { dependency in
+        return dependencies.compactMap { dependency in
             guard isHandler || results[dependency] != nil else { return nil }
-            guard let finished = core.operation(dependency), let outcome = finished.outcome else { return nil }
+            guard let finished = core.finishedOutcome(of: dependency) else { return nil }
+            let outcome = finished.outcome
             return .with {
                 $0.operation = dependency.rawValue
                 $0.name = finished.name

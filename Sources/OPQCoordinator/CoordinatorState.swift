@@ -102,8 +102,11 @@ struct CoordinatorState {
 
     /// The actions queued since the last call (carried out at once, before the next message).
     mutating func takeActions() -> [CoordinatorAction] {
-        defer { actions.removeAll(keepingCapacity: true) }
-        return actions
+        // Swapped out, not copied and emptied: emptying an array whose storage the caller now shares
+        // allocates new storage, at every message (most take no action at all).
+        var taken: [CoordinatorAction] = []
+        swap(&taken, &actions)
+        return taken
     }
 
     /// Time passes: the core's deadlines, the recovery grace period, lost sessions, heartbeats due, waits
@@ -124,6 +127,9 @@ struct CoordinatorState {
     mutating func finishTurn(now: Double) -> [CoordinatorAction] {
         absorbEffects()
         var out = takeActions()
+        // One allocation for the turn's actions (the count below, plus watch events and waits answered).
+        out.reserveCapacity(out.count + journalEntries.count + 1 + workerOutbox.count + orders.count + clientOutbox.count
+                            + watchers.count + 2)
         out += journalEntries.map(CoordinatorAction.journal)
         journalEntries.removeAll(keepingCapacity: true)
         out.append(.commit)

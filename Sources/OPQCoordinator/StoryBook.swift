@@ -68,6 +68,12 @@ struct StoryBook {
             return steps
         }
 
+        /// The fewest bytes a step takes: its state and flags bytes and four one-byte varints.
+        static let minimumStepBytes = 6
+
+        /// Whether the story may hold `steps` steps or more (false: certainly fewer), without reading it.
+        func mayHold(_ steps: Int) -> Bool { bytes.count >= steps * Self.minimumStepBytes }
+
         /// The number of steps.
         var count: Int {
             var reader = Reader(bytes: bytes)
@@ -204,6 +210,8 @@ struct StoryBook {
     /// Worker names seen (a step names its worker by index).
     private var workers: [WorkerID] = []
     private var workerIndex: [WorkerID: UInt32] = [:]
+    /// The worker a step last named, and its index.
+    private var lastWorker: (name: WorkerID, index: UInt32)?
 
     init(keptFirst: Int = OperationStory.keptFirst, maxSteps: Int = OperationStory.keptFirst + 28) {
         self.keptFirst = max(1, keptFirst)
@@ -228,7 +236,8 @@ struct StoryBook {
             reason: (change.reason.map { $0.rawValue + 1 } ?? 0) | (change.retryAt != nil ? 0x80 : 0))
         if base == nil { base = change.time.bitPattern }
         let origin = base ?? 0
-        if stories[position].count == maxSteps {
+        // Counting walks the story: only a story long enough in bytes can have reached `maxSteps`.
+        if stories[position].mayHold(maxSteps), stories[position].count == maxSteps {
             stories[position].remove(at: keptFirst)
             dropped[change.operation, default: 0] += 1
         }
@@ -291,10 +300,17 @@ struct StoryBook {
     }
 
     private mutating func index(of worker: WorkerID) -> UInt32 {
-        if let known = workerIndex[worker] { return known }
-        workers.append(worker)
-        let index = UInt32(workers.count)
-        workerIndex[worker] = index
+        // Consecutive steps mostly name the same worker: compared before the name is hashed.
+        if let last = lastWorker, last.name == worker { return last.index }
+        let index: UInt32
+        if let known = workerIndex[worker] {
+            index = known
+        } else {
+            workers.append(worker)
+            index = UInt32(workers.count)
+            workerIndex[worker] = index
+        }
+        lastWorker = (worker, index)
         return index
     }
 }

@@ -42,9 +42,27 @@ extension Scheduler {
             isCancelled: record.isCancelled, isBarrier: record.isBarrier, priority: record.priority,
             qualityOfService: record.qualityOfService, requires: record.requires, attempt: Int(record.attempt),
             worker: record.worker >= 0 ? workers[Int(record.worker)].id : nil,
-            dependencies: record.dependencies.filter { !$0.isImplicit }.map { self.id($0.index) },
+            dependencies: explicitDependencies(of: record),
             labels: placements[Int(record.placement)], timeout: record.timeout > 0 ? record.timeout : nil,
             retriesLeft: Int(record.retriesLeft), resources: placementNeeds[Int(record.placement)])
+    }
+
+    /// The operations `id` was made to depend on (``OperationSnapshot/dependencies``), without building
+    /// its whole snapshot: asked at every dispatch. Empty when unknown or pruned.
+    public func dependencies(of id: OperationID) -> [OperationID] {
+        guard let index = index(of: id), !isPruned(index) else { return [] }
+        return explicitDependencies(of: operations[index])
+    }
+
+    private func explicitDependencies(of record: OperationRecord) -> [OperationID] {
+        record.dependencies.count == 0 ? [] : record.dependencies.filter { !$0.isImplicit }.map { id($0.index) }
+    }
+
+    /// The name and outcome of operation `id` once it finished (nil before, or when unknown or pruned),
+    /// without building its whole snapshot.
+    public func finishedOutcome(of id: OperationID) -> (name: String, outcome: Outcome)? {
+        guard let index = index(of: id), !isPruned(index), let outcome = operations[index].outcome else { return nil }
+        return (operations[index].name, outcome)
     }
 
     /// A queue's settings and counts.

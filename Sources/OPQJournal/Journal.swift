@@ -42,6 +42,8 @@ public final class Journal {
     /// The journal file.
     public let path: String
     private let database: DatabaseQueue
+    /// The commit's statements on `database`'s connection (``CommitStatements``); released before it.
+    private var statements: CommitStatements?
     private var pending = EntryWriter()
     private var pendingOutputs: [(OperationID, OperationOutput)] = []
     /// Output rows of forgotten operations (first, last id) to delete at the next commit.
@@ -73,7 +75,11 @@ public final class Journal {
         let existed = access(path, F_OK) == 0
         do {
             database = try DatabaseQueue(path: path, configuration: configuration)
-            try database.writeWithoutTransaction { db in try Journal.prepareSchema(db, path: path) }
+            statements = try database.writeWithoutTransaction { db in
+                try Journal.prepareSchema(db, path: path)
+                guard let connection = db.sqliteConnection else { throw JournalError.unreadable(path: path, problem: "SQLite closed the journal") }
+                return try CommitStatements(connection: connection)
+            }
         } catch {
             let failure = error as? JournalError ?? JournalError.reading(error, path: path)
             // A journal this call created but could not finish (a full disk) must not stay behind: the next
@@ -81,6 +87,10 @@ public final class Journal {
             if !existed, !failure.isLocked { for suffix in ["", "-journal", "-wal"] { unlink(path + suffix) } }
             throw failure
         }
+    }
+
+    deinit {
+        statements = nil  // finalized before GRDB closes the connection (it cannot close with them open)
     }
 
     /// Checks the file's identity and version, creating the schema in an empty file.
@@ -171,18 +181,14 @@ public final class Journal {
         guard hasPending else { return }
         if let encodingProblem { throw .writeFailed(path: path, problem: encodingProblem) }
         do {
-            // BEGIN and COMMIT as cached statements: `inTransaction` parsed both again on every commit, a
-            // third of a commit's instructions (callgrind, one commit per turn at one slot per worker).
-            // Any failure rolls back what SQLite left open, as `inTransaction` does.
-            try database.writeWithoutTransaction { db in
-                try db.cachedStatement(sql: "BEGIN IMMEDIATE TRANSACTION").execute()
-                do {
-                    try write(db)
-                    try db.cachedStatement(sql: "COMMIT TRANSACTION").execute()
-                } catch {
-                    try? db.rollback()
-                    throw error
-                }
+            // Through SQLite's C API (``CommitStatements``): GRDB's path cost twice SQLite's own work.
+            guard let statements else { throw JournalError.writeFailed(path: path, problem: "the journal is closed") }
+            if pendingOutputs.isEmpty && pendingOutputDeletes.isEmpty {
+                // One statement (the turn's row): SQLite runs it as a transaction of its own, as atomic
+                // and as durable as BEGIN … COMMIT around it, for one statement less.
+                try write(statements)
+            } else {
+                try statements.inTransaction { try write(statements) }
             }
         } catch {
             throw Journal.writing(error, path: path)
@@ -255,42 +261,38 @@ public final class Journal {
         return .writeFailed(path: path, problem: "\(error)")
     }
 
-    private func write(_ db: Database) throws {
+    private func write(_ statements: CommitStatements) throws {
         if !pending.isEmpty {
-            let insert = try db.cachedStatement(sql: "INSERT INTO journal (entries) VALUES (?)")
-            insert.setUncheckedArguments([Data(pending.buffer)])
-            try insert.execute()
-            // The cached statement would keep the blob (and SQLite its bound copy) until the next commit:
-            // after a big submission, two copies of its bytes.
-            insert.setUncheckedArguments([])
+            // Bound in place, not copied (the statement forgets it when it is reset).
+            try statements.insertEntries.execute(blob: pending.buffer, at: 1)
         }
         if !pendingOutputs.isEmpty {
-            let insert = try db.cachedStatement(sql: """
-                INSERT OR REPLACE INTO outputs (operation, exit_code, signal, duration, stdout, stdout_total, stderr, stderr_total, message, worker, ended_at)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                """)
+            let insert = statements.insertOutput
             for (id, output) in pendingOutputs {
-                insert.setUncheckedArguments([
-                    Int64(id.rawValue), output.exitCode.map { Int64($0) }, output.signal.map { Int64($0) }, output.duration,
-                    Data(output.stdout), Int64(clamping: output.stdoutTotal), Data(output.stderr),
-                    Int64(clamping: output.stderrTotal), output.errorMessage, output.worker, output.endedAt,
-                ])
+                insert.bind(1, Int64(id.rawValue))
+                insert.bind(2, output.exitCode.map { Int64($0) })
+                insert.bind(3, output.signal.map { Int64($0) })
+                insert.bind(4, output.duration)
+                insert.bind(5, output.stdout)
+                insert.bind(6, Int64(clamping: output.stdoutTotal))
+                insert.bind(7, output.stderr)
+                insert.bind(8, Int64(clamping: output.stderrTotal))
+                insert.bind(9, output.errorMessage)
+                insert.bind(10, output.worker)
+                insert.bind(11, output.endedAt)
                 try insert.execute()
             }
-            let insertResult = try db.cachedStatement(sql: "INSERT OR REPLACE INTO results (operation, result) VALUES (?, ?)")
             for (id, output) in pendingOutputs where !output.result.isEmpty {
-                insertResult.setUncheckedArguments([Int64(id.rawValue), Data(output.result)])
-                try insertResult.execute()
+                statements.insertResult.bind(1, Int64(id.rawValue))
+                statements.insertResult.bind(2, output.result)
+                try statements.insertResult.execute()
             }
         }
-        if !pendingOutputDeletes.isEmpty {
-            let delete = try db.cachedStatement(sql: "DELETE FROM outputs WHERE operation BETWEEN ? AND ?")
-            let deleteResults = try db.cachedStatement(sql: "DELETE FROM results WHERE operation BETWEEN ? AND ?")
-            for range in pendingOutputDeletes {
-                for statement in [delete, deleteResults] {
-                    statement.setUncheckedArguments([Int64(clamping: range.first), Int64(clamping: range.last)])
-                    try statement.execute()
-                }
+        for range in pendingOutputDeletes {
+            for statement in [statements.deleteOutputs, statements.deleteResults] {
+                statement.bind(1, Int64(clamping: range.first))
+                statement.bind(2, Int64(clamping: range.last))
+                try statement.execute()
             }
         }
     }
