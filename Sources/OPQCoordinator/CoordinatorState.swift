@@ -127,9 +127,10 @@ struct CoordinatorState {
     mutating func finishTurn(now: Double) -> [CoordinatorAction] {
         absorbEffects()
         var out = takeActions()
-        // One allocation for the turn's actions (the count below, plus watch events and waits answered).
-        out.reserveCapacity(out.count + journalEntries.count + 1 + workerOutbox.count + orders.count + clientOutbox.count
-                            + watchers.count + 2)
+        // One allocation for the turn's actions as far as they are known here (the commit, the wake-up and
+        // a notice included). Not one slot per watcher: with thousands of watchers, most turns notify none of them,
+        // and a turn that notifies many grows the array once.
+        out.reserveCapacity(out.count + journalEntries.count + 1 + workerOutbox.count + orders.count + clientOutbox.count + 2)
         out += journalEntries.map(CoordinatorAction.journal)
         journalEntries.removeAll(keepingCapacity: true)
         out.append(.commit)
