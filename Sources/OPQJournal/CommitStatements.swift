@@ -47,6 +47,15 @@ final class CommitStatements {
         deleteResults = try RawStatement("DELETE FROM results WHERE operation BETWEEN ? AND ?", connection: connection)
     }
 
+    /// Deletes the output and result rows of operations `first` through `last` (forgotten operations).
+    func deleteOutputs(from first: UInt64, through last: UInt64) throws {
+        for statement in [deleteOutputs, deleteResults] {
+            statement.bind(1, Int64(clamping: first))
+            statement.bind(2, Int64(clamping: last))
+            try statement.execute()
+        }
+    }
+
     /// Runs `body` in one transaction: committed when it returns, rolled back when it throws (or when
     /// the commit fails; SQLite may have rolled back already, e.g. on a full disk).
     func inTransaction(_ body: () throws -> Void) throws {

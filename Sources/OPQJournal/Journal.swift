@@ -288,13 +288,7 @@ public final class Journal {
                 try statements.insertResult.execute()
             }
         }
-        for range in pendingOutputDeletes {
-            for statement in [statements.deleteOutputs, statements.deleteResults] {
-                statement.bind(1, Int64(clamping: range.first))
-                statement.bind(2, Int64(clamping: range.last))
-                try statement.execute()
-            }
-        }
+        for range in pendingOutputDeletes { try statements.deleteOutputs(from: range.first, through: range.last) }
     }
 
     // MARK: - Reading
@@ -400,6 +394,7 @@ public final class Journal {
     public func compact() throws(JournalError) {
         guard !garbage.jobs.isEmpty else { return }
         try commit()
+        guard let statements else { throw .writeFailed(path: path, problem: "the journal is closed") }
         let jobs = garbage.jobs
         var stored = 0
         let byJob = Dictionary(jobs.map { ($0.job, $0) }, uniquingKeysWith: { first, _ in first })
@@ -445,19 +440,10 @@ public final class Journal {
                     if !chunk.isEmpty { chunks.append(chunk.buffer) }
                     stored = chunks.reduce(0) { $0 + $1.count }
                     try db.execute(sql: "DELETE FROM journal")
-                    let insert = try db.cachedStatement(sql: "INSERT INTO journal (entries) VALUES (?)")
-                    for bytes in chunks {
-                        insert.setUncheckedArguments([Data(bytes)])
-                        try insert.execute()
-                    }
-                    let delete = try db.cachedStatement(sql: "DELETE FROM outputs WHERE operation BETWEEN ? AND ?")
-                    let deleteResults = try db.cachedStatement(sql: "DELETE FROM results WHERE operation BETWEEN ? AND ?")
-                    for range in ranges {
-                        for statement in [delete, deleteResults] {
-                            statement.setUncheckedArguments([Int64(clamping: range.first), Int64(clamping: range.last)])
-                            try statement.execute()
-                        }
-                    }
+                    // The commit's own statements (same connection, inside this transaction; each is reset
+                    // after it ran).
+                    for bytes in chunks { try statements.insertEntries.execute(blob: bytes, at: 1) }
+                    for range in ranges { try statements.deleteOutputs(from: range.first, through: range.last) }
                     return .commit
                 }
                 // Give the freed pages back to the file system (SQLite would reuse them anyway). VACUUM
