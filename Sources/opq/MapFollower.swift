@@ -48,10 +48,11 @@ final class MapFollower {
         case .finished:
             guard finished.insert(id).inserted, let item = items[id] else { return }
             var start = starts[id]
-            // Finished before the watch saw it start: its duration comes from the coordinator.
+            // Finished before the watch saw it start: its duration and the worker that ran it come from the
+            // coordinator (a finished event names no worker).
             if start == nil, event.outcome != .cancelled || event.signal != nil || event.exitCode != nil,
-               let duration = (try? connection.operation(id))?.duration {
-                start = (time - duration, event.worker ?? "")
+               let status = try? connection.operation(id), let duration = status.duration {
+                start = (time - duration, event.worker ?? status.finishedBy ?? "")
             }
             guard let start else { return }  // never ran (cancelled first): not in the log, as parallel
             // Killed by the halt: parallel, which would not have started it (soon) or exits without waiting (now), logs no line.
