@@ -8,16 +8,28 @@ import Glibc
 /// itself is stopped (SIGSTOP, a debugger) and cannot (SEMANTICS §7, leases). It also kills them when the
 /// worker dies.
 ///
-/// Thread-safe: each call is one datagram on a socket pair (checked `Sendable`: its only state is the
-/// immutable descriptor and pid).
-public final class LeaseWatchdog: Sendable {
+/// The worker and the watchdog share a table of the listed groups and the lease's end: listing a group,
+/// unlisting it and extending the lease are atomic stores that wake nobody (no message per command).
+///
+/// Thread-safe: the table is written with atomic operations and its free entries are guarded by a mutex.
+// @unchecked Sendable: the only stored state is the immutable C handle (descriptor, pid and two pointers
+// the C side synchronizes itself).
+public final class LeaseWatchdog: @unchecked Sendable {
+    /// A group's entry in the table, from ``add(group:)``; give it to ``remove(_:)``.
+    public struct Listing: Sendable, Hashable {
+        /// The table entry.
+        let entry: Int32
+    }
+
     private let watchdog: opq_lease_watchdog
 
     /// Starts the watchdog process, with no lease yet (a group added before ``renew(remaining:)`` is
-    /// killed at once). Fails with the `errno` of `socketpair` or `fork`.
-    public init() throws(SpawnFailure) {
-        var watchdog = opq_lease_watchdog(fd: -1, pid: 0)
-        let result = opq_lease_watchdog_start(&watchdog)
+    /// killed at once). `capacity`: how many groups can be listed at once (nil: more than a machine can
+    /// hold processes, so the table never fills; tests give a small one). Fails with the `errno` of
+    /// `mmap`, `socketpair` or `fork`.
+    public init(capacity: Int32? = nil) throws(SpawnFailure) {
+        var watchdog = opq_lease_watchdog(fd: -1, pid: 0, table: nil, free: nil)
+        let result = opq_lease_watchdog_start(&watchdog, capacity ?? 0)
         guard result == 0 else { throw SpawnFailure(errno: -result) }
         self.watchdog = watchdog
     }
@@ -28,23 +40,26 @@ public final class LeaseWatchdog: Sendable {
     }
 
     /// The lease now ends `remaining` seconds from now (≤ 0: it is over and every group is killed).
-    /// Returns false if the watchdog is gone (it was killed): the lease is then not enforced.
+    /// Returns false if the watchdog had to be woken and is gone (it was killed): the lease is then not
+    /// enforced.
     @discardableResult
     public func renew(remaining: Double) -> Bool {
         let nanoseconds = Int64(max(-1e18, min(1e18, remaining * 1e9)))
         return withUnsafePointer(to: watchdog) { opq_lease_watchdog_renew($0, nanoseconds) } == 0
     }
 
-    /// Process group `group` runs under the lease. Returns false if the watchdog is gone.
-    @discardableResult
-    public func add(group: pid_t) -> Bool {
-        withUnsafePointer(to: watchdog) { opq_lease_watchdog_add($0, group) } == 0
+    /// Lists process group `group` (led by a child of this process, not reaped yet) under the lease. With
+    /// no lease now it is killed at once (and listed). Nil when the table is full: the group was killed
+    /// at once, never left running untracked.
+    public func add(group: pid_t) -> Listing? {
+        let entry = withUnsafePointer(to: watchdog) { opq_lease_watchdog_add($0, group) }
+        return entry >= 0 ? Listing(entry: entry) : nil
     }
 
-    /// Process group `group` was reaped. Returns false if the watchdog is gone.
-    @discardableResult
-    public func remove(group: pid_t) -> Bool {
-        withUnsafePointer(to: watchdog) { opq_lease_watchdog_remove($0, group) } == 0
+    /// Unlists a group: from the return on, the watchdog does not signal it. Call it before reaping the
+    /// group's last member (its id may be reused from then on).
+    public func remove(_ listing: Listing) {
+        withUnsafePointer(to: watchdog) { opq_lease_watchdog_remove($0, listing.entry) }
     }
 
     /// The watchdog's pid (tests check that it goes away with the worker).

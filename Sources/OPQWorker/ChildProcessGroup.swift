@@ -20,6 +20,10 @@ import Glibc
 ///   own, blocked in `waitpid(-pgid)` until `ECHILD` (also every group, on a kernel without pidfds).
 /// - When the leader exits, whatever is left of its group gets SIGTERM, then SIGKILL after the grace
 ///   period: an operation owns its process group, and nothing of it outlives the operation.
+/// - With a `lease` watchdog, the group is listed with it from its spawn until it is reaped (the watchdog
+///   kills it when the worker's lease ends). It is unlisted *before* every reap that may take its last
+///   member (the group's id may be reused once every member is reaped, and the watchdog must never signal a
+///   reused id), and listed again when members are left after that reap.
 /// - ``terminate()`` sends SIGTERM (and SIGCONT, for stopped members) to the group, then SIGKILL after the
 ///   grace period if any member is still there.
 ///
@@ -53,6 +57,7 @@ final class ChildProcessGroup: @unchecked Sendable {
     private let onEnd: @Sendable (Outcome) -> Void
     private let onReaped: (@Sendable (pid_t) -> Void)?
     private let output: OutputSink?
+    private let lease: LeaseWatchdog?
 
     /// Where a group's output is streamed besides its tails: each piece takes room in `window`, then
     /// `post` is told it (on the monitor's thread; it must not block).
@@ -73,27 +78,32 @@ final class ChildProcessGroup: @unchecked Sendable {
     private var stdoutTail = TailBuffer()
     private var stderrTail = TailBuffer()
     private var reapedTime: Double = 0
+    /// The group's entry with the lease watchdog while it is listed.
+    private var listing: LeaseWatchdog.Listing?
 
     /// How long to wait for pipe EOF once the group is reaped (a process that left the group may still
     /// hold the pipes open; its output is not waited for beyond this).
     static let drainGraceAfterExit = 1.0
 
     private init(
-        pid: pid_t, killGracePeriod: Double, output: OutputSink?, onReaped: (@Sendable (pid_t) -> Void)?,
-        onEnd: @escaping @Sendable (Outcome) -> Void
+        pid: pid_t, killGracePeriod: Double, output: OutputSink?, lease: LeaseWatchdog?,
+        onReaped: (@Sendable (pid_t) -> Void)?, onEnd: @escaping @Sendable (Outcome) -> Void
     ) {
         self.pid = pid
+        self.lease = lease
         self.onReaped = onReaped
         self.killGracePeriod = killGracePeriod
         self.output = output
         self.onEnd = onEnd
     }
 
-    /// Spawns `command` in a new process group with niceness at least `niceness`, and starts draining and
-    /// reaping it. Throws if the program cannot be started (not found, not executable, bad directory).
+    /// Spawns `command` in a new process group with niceness at least `niceness`, lists the group with
+    /// `lease` (if given), and starts draining and reaping it. Throws if the program cannot be started (not
+    /// found, not executable, bad directory).
     static func spawn(
         _ command: Command, niceness: Int32, killGracePeriod: Double, output: OutputSink? = nil,
-        onReaped: (@Sendable (pid_t) -> Void)? = nil, onEnd: @escaping @Sendable (Outcome) -> Void
+        lease: LeaseWatchdog? = nil, onReaped: (@Sendable (pid_t) -> Void)? = nil,
+        onEnd: @escaping @Sendable (Outcome) -> Void
     ) throws(SystemError) -> ChildProcessGroup {
         try ensureSubreaper()
         let monitor = try ChildMonitor.shared.get()
@@ -112,8 +122,10 @@ final class ChildProcessGroup: @unchecked Sendable {
         }
         Pipe.close(stdoutPipe.write)
         Pipe.close(stderrPipe.write)
-        let group = ChildProcessGroup(pid: pid, killGracePeriod: killGracePeriod, output: output, onReaped: onReaped,
-                                      onEnd: onEnd)
+        let group = ChildProcessGroup(pid: pid, killGracePeriod: killGracePeriod, output: output, lease: lease,
+                                      onReaped: onReaped, onEnd: onEnd)
+        // Listed before anything can reap it (the monitor and the reaper thread start below).
+        group.list()
         // No pidfd (a kernel before 5.3, or no descriptor left): a thread waits for the group instead.
         let exit = (try? ChildSpawn.exitDescriptor(of: pid).get()) ?? -1
         if exit < 0 { group.startReaperThread() }
@@ -164,6 +176,7 @@ final class ChildProcessGroup: @unchecked Sendable {
     /// Called by the monitor when the leader's pidfd is readable: reaps the leader, then every member that is
     /// gone already; members still running are waited for by a thread of their own.
     func leaderEnded() {
+        unlist()  // before the reaps below, which may take the group's last member
         var status: Int32 = 0
         let leaderReaped = waitpid(pid, &status, WNOHANG) == pid
         if leaderReaped { recordExit(status) }
@@ -172,6 +185,7 @@ final class ChildProcessGroup: @unchecked Sendable {
             if member > 0 { continue }
             if member < 0 && errno == EINTR { continue }
             if member == 0 {
+                list()  // members are left: the group's id is still theirs
                 // Members left behind (background jobs) are stopped like a cancel. Only now: when none is
                 // left — nearly always — there is nobody to signal (that `kill` cost a system call per command).
                 if leaderReaped { terminate() }
@@ -191,18 +205,55 @@ final class ChildProcessGroup: @unchecked Sendable {
     }
 
     private func reapLoop() {
-        while true {
-            var status: Int32 = 0
-            let reaped: pid_t
+        waiting: while true {
+            // Waits for a member to end without reaping it, so the group is unlisted before the reap that
+            // may take its last member.
+            var info = siginfo_t()
             do {
-                reaped = try SystemCall.check("waitpid", "process group \(pid)") { waitpid(-pid, &status, 0) }
+                _ = try SystemCall.check("waitid", "process group \(pid)") { waitid(P_PGID, id_t(pid), &info, WEXITED | WNOWAIT) }
             } catch {
                 break  // ECHILD: no member of the group is left (any other error cannot be retried either)
             }
-            if reaped == pid { leaderExited(status) }
+            unlist()
+            var leaderReaped = false
+            while true {
+                var status: Int32 = 0
+                let reaped = waitpid(-pid, &status, WNOHANG)
+                if reaped == pid {
+                    recordExit(status)
+                    leaderReaped = true
+                }
+                if reaped > 0 || (reaped < 0 && errno == EINTR) { continue }
+                if reaped == 0 {
+                    list()  // members are left: the group's id is still theirs
+                    // Left behind by the leader (background jobs): stopped like a cancel. Only while members
+                    // are left — once none is, the group's id may be another's.
+                    if leaderReaped { terminate() }
+                    continue waiting
+                }
+                break waiting  // ECHILD: no member of the group is left
+            }
         }
+        unlist()
         groupGone()
         monitor.wake()  // the drain grace period starts now
+    }
+
+    /// Lists the group with the lease watchdog (no-op without one, or when listed already).
+    private func list() {
+        guard let lease else { return }
+        lock.withLock {
+            if listing == nil { listing = lease.add(group: pid) }
+        }
+    }
+
+    /// Unlists the group (no-op when it is not listed); returns once the watchdog does not signal it.
+    private func unlist() {
+        guard let lease, let listed = lock.withLock({ () -> LeaseWatchdog.Listing? in
+            defer { listing = nil }
+            return listing
+        }) else { return }
+        lease.remove(listed)
     }
 
     private func groupGone() {
@@ -219,13 +270,6 @@ final class ChildProcessGroup: @unchecked Sendable {
 
     /// Monotonic seconds, the clock of ``reapedAt``.
     static func now() -> Double { Double(DispatchTime.now().uptimeNanoseconds) / 1e9 }
-
-    /// The leader exited (reaper thread): members left behind (background jobs) are stopped like a cancel;
-    /// ESRCH if there are none.
-    private func leaderExited(_ status: Int32) {
-        recordExit(status)
-        terminate()
-    }
 
     /// How the leader ended, from its wait status.
     private func recordExit(_ status: Int32) {

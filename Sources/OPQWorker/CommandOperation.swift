@@ -21,7 +21,7 @@ import Glibc
 ///   terminal), numbered by one offset per stream.
 /// - The processes get the niceness of the operation's QoS (``OPQCore/QualityOfService/niceness``).
 // @unchecked Sendable: restated as every `Operation` subclass must. `groups`, `results`, `failureOrder`,
-// `remaining`, `stopping`, `leasedGroups`, `reapedGroups` and `streamed` are guarded by `lock`; `onSpawned`,
+// `remaining`, `stopping` and `streamed` are guarded by `lock`; `onSpawned`,
 // `onReaped`, `leaseWatchdog` and `outputWindow` are set before the operation is queued and only read after.
 public final class CommandOperation: AttemptOperation, @unchecked Sendable {
     /// The commands, run concurrently.
@@ -36,7 +36,8 @@ public final class CommandOperation: AttemptOperation, @unchecked Sendable {
     /// Told each process group id once no member of it is left, which may be before its output is all
     /// read (tests use it to check that reaping never waits for the output window).
     var onReaped: (@Sendable (pid_t) -> Void)?
-    /// Kills the process groups when the worker's lease ends (set by the runner before the operation runs).
+    /// Kills the process groups when the worker's lease ends (set by the runner before the operation runs):
+    /// each group is listed with it from its spawn until it is reaped (``ChildProcessGroup``).
     var leaseWatchdog: LeaseWatchdog?
     /// Streams the output through this window when set (by the runner); nil = tails only.
     var outputWindow: OutputWindow?
@@ -49,10 +50,6 @@ public final class CommandOperation: AttemptOperation, @unchecked Sendable {
     private var failureOrder: [Int] = []
     private var remaining: Int
     private var stopping = false
-    /// Process groups told to the lease watchdog and not reaped yet, by command index.
-    private var leasedGroups: [Int: pid_t] = [:]
-    /// Commands whose group was reaped (before or after it was told to the watchdog).
-    private var reapedGroups: Set<Int> = []
 
     /// Creates an operation running `commands` for attempt `key`.
     public init(
@@ -81,17 +78,11 @@ public final class CommandOperation: AttemptOperation, @unchecked Sendable {
                     ChildProcessGroup.OutputSink(window: window) { [self] stream, bytes in self.stream(stream, bytes) }
                 }
                 let group = try ChildProcessGroup.spawn(command, niceness: niceness, killGracePeriod: killGracePeriod,
-                                                        output: output, onReaped: { [self] pid in groupReaped(index, pid) }) {
+                                                        output: output, lease: leaseWatchdog, onReaped: onReaped) {
                     [self] outcome in record(index, Self.result(of: outcome))
                 }
                 let stopNow = lock.withLock {
                     groups.append(group)
-                    // Under the lock, so the watchdog hears `add` before `remove` (and never of a group
-                    // already reaped, whose id may be reused).
-                    if let leaseWatchdog, !reapedGroups.contains(index) {
-                        leasedGroups[index] = group.pid
-                        leaseWatchdog.add(group: group.pid)
-                    }
                     return stopping
                 }
                 onSpawned?(group.pid)
@@ -118,16 +109,6 @@ public final class CommandOperation: AttemptOperation, @unchecked Sendable {
             streamed[stream] = offset + UInt64(bytes.count)
             sink?(.output(key, OutputChunk(stream, offset: offset, bytes: Array(bytes))))
         }
-    }
-
-    /// Command `index`'s group (`pid`) is reaped: the lease watchdog forgets it at once — its id may be
-    /// reused from now on, even while the command's last output still waits for the window.
-    private func groupReaped(_ index: Int, _ pid: pid_t) {
-        lock.withLock {
-            reapedGroups.insert(index)
-            if let pid = leasedGroups.removeValue(forKey: index) { leaseWatchdog?.remove(group: pid) }
-        }
-        onReaped?(pid)
     }
 
     private func record(_ index: Int, _ result: AttemptResult) {
