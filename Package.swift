@@ -32,11 +32,10 @@ let package = Package(
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.0"),
     ],
     targets: [
-        .systemLibrary(
-            name: "CZeroMQ",
-            pkgConfig: "libzmq",
-            providers: [.apt(["libzmq3-dev"])]
-        ),
+        // libzmq's API over zmq.h (apt libzmq3-dev to build), with libzmq.so.5 opened on the first zmq_* call
+        // (dlopen) rather than linked: a command that never calls libzmq (`opq status` over ZMTP by hand,
+        // `opq --version`) does not load it and its 14 libraries at start (issue 19).
+        .target(name: "CZeroMQ"),
         .target(name: "ZeroMQ", dependencies: ["CZeroMQ"]),
         .target(
             name: "OPQCore",
@@ -120,7 +119,7 @@ let package = Package(
         .executableTarget(
             name: "opq-coordinator",
             dependencies: [
-                "OPQCoordinator", "OPQCore", "OPQDashboard", "OPQJournal", "OPQLogging", "OPQVersion", "OPQRuntime",
+                "OPQCoordinator", "OPQCore", "OPQDashboard", "OPQJournal", "OPQLogging", "OPQVersion", "OPQRuntime", "OPQWorker",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]

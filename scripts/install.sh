@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds opq's release binaries with the Swift standard library and Foundation linked in statically, and
 # installs them with man pages and shell completions, so the machine that runs them needs no Swift
-# toolchain (only Debian's libzmq5 and libsqlite3-0, which `ldd` lists).
+# toolchain (only Debian's libsqlite3-0, which `ldd` lists, and libzmq5, which every binary opens with
+# dlopen on its first ZeroMQ call: `ldd` does not list it, and `opq status` and `opq --version` never open it).
 #
 #   scripts/install.sh [--prefix DIR] [--scratch-path DIR] [--keep-symbols]
 #

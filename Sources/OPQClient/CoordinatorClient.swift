@@ -41,8 +41,18 @@ public final class CoordinatorClient {
 
     /// Connects (lazily: ZeroMQ connects in the background; the first request waits for it). Call
     /// ``ping(timeout:)`` to learn at once whether a coordinator answers.
+    ///
+    /// With `directZMTP`, a connection without CURVE keys to `ipc://` or `tcp://127.x.x.x` speaks ZMTP
+    /// itself instead of through libzmq (``ZeroMQ/ZMTPDealer``): libzmq is not even loaded, no thread is
+    /// started — for a command that asks a question or two and exits (`opq status`). It does not
+    /// reconnect after a lost connection (the request fails with ``ClientError/connection(_:)``), so it
+    /// is not for watches or long waits.
     /// - Throws: ``ClientError/transport(_:)`` for an invalid endpoint or key.
-    public init(endpoint: String, security: ConnectionSecurity = .none) throws(ClientError) {
+    public init(endpoint: String, security: ConnectionSecurity = .none, directZMTP: Bool = false) throws(ClientError) {
+        if directZMTP, let direct = CoordinatorConnection(directEndpoint: endpoint, security: security) {
+            connection = direct
+            return
+        }
         do {
             connection = try CoordinatorConnection(endpoint: endpoint, security: security)
         } catch {

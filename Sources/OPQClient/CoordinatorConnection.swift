@@ -12,6 +12,9 @@ public enum ClientError: Error, CustomStringConvertible {
     case malformed(WireError)
     /// The local socket failed.
     case transport(ZMQError)
+    /// A connection speaking ZMTP by hand (``CoordinatorClient/init(endpoint:security:directZMTP:)``) ended:
+    /// the peer broke the protocol, wants CURVE, sent an ERROR or closed the connection.
+    case connection(ZMTPError)
     /// No answer within `seconds` over a CURVE connection whose handshake failed: the coordinator
     /// refused this client's key, the server key is not its own, or it does not speak CURVE (`reason`).
     /// (No coordinator at all is ``timeout(endpoint:seconds:)``.)
@@ -46,6 +49,7 @@ public enum ClientError: Error, CustomStringConvertible {
         case .refused(let error): error.message
         case .malformed(let error): "malformed answer from the coordinator: \(error)"
         case .transport(let error): "\(error)"
+        case .connection(let error): "\(error)"
         case .closed(let endpoint): "the connection to \(endpoint) was closed"
         case .alreadyAdded(let operation): "\(operation) was already added to a queue; an operation runs once"
         case .notSubmitted(let operation): "\(operation) has not been added to a queue yet"
@@ -71,39 +75,59 @@ public enum ClientError: Error, CustomStringConvertible {
 public final class CoordinatorConnection {
     /// The endpoint connected to.
     public let endpoint: String
-    private let context: Context
-    private let ownsContext: Bool
-    private let socket: Socket
+    private let transport: Transport
     private var nextRequestID: UInt64 = 1
     private var inbox: [Opq_V1_CoordinatorToClient] = []
     private var inboxRaw: [[[UInt8]]] = []
     /// How the connection is secured.
     public let security: ConnectionSecurity
-    /// Over CURVE: the socket's handshakes, telling a refused key from no coordinator.
-    private let handshakes: HandshakeWatch?
+
+    /// What carries the messages.
+    private enum Transport {
+        /// A libzmq DEALER socket; over CURVE `handshakes` tells a refused key from no coordinator.
+        case zeroMQ(socket: Socket, context: Context, ownsContext: Bool, handshakes: HandshakeWatch?)
+        /// ZMTP spoken by hand, without libzmq.
+        case direct(ZMTPDealer)
+    }
 
     /// Connects (lazily: ZeroMQ connects in the background; the first request waits for it).
     public init(endpoint: String, security: ConnectionSecurity = .none, context: Context? = nil) throws(ZMQError) {
         self.endpoint = endpoint
         self.security = security
-        ownsContext = context == nil
-        if let context {
-            self.context = context
-        } else {
-            self.context = try Context()
-        }
-        socket = try self.context.socket(.dealer)
+        let ownsContext = context == nil
+        let context = if let context { context } else { try Context() }
+        let socket = try context.socket(.dealer)
         try socket.set(.linger, 0)
         try socket.set(.maxMessageSize, Int64(WireLimits.maxFrameBytes))
         try security.apply(to: socket)
-        handshakes = security.isCurve ? try HandshakeWatch(socket) : nil
+        let handshakes = security.isCurve ? try HandshakeWatch(socket) : nil
         try socket.connect(endpoint)
+        transport = .zeroMQ(socket: socket, context: context, ownsContext: ownsContext, handshakes: handshakes)
+    }
+
+    /// A connection that speaks ZMTP 3.1 itself (``ZMTPDealer``: no libzmq loaded, no context or I/O
+    /// thread) when `security` is none and `endpoint` is `ipc://` or `tcp://` to 127.x.x.x; nil otherwise.
+    /// Its frames are bounded by ``OPQWire/WireLimits`` as libzmq's `ZMQ_MAXMSGSIZE` bounds them, and
+    /// a message by twice the largest frame. It does not reconnect once connected: for short commands.
+    public init?(directEndpoint endpoint: String, security: ConnectionSecurity) {
+        guard !security.isCurve,
+              let dealer = ZMTPDealer(endpoint: endpoint, maxFrameBytes: WireLimits.maxFrameBytes, maxFrames: WireLimits.maxFrames,
+                                      maxMessageBytes: 2 * WireLimits.maxFrameBytes)
+        else { return nil }
+        self.endpoint = endpoint
+        self.security = security
+        transport = .direct(dealer)
     }
 
     deinit {
-        handshakes?.close()
-        socket.close()
-        if ownsContext { context.close() }
+        switch transport {
+        case let .zeroMQ(socket, context, ownsContext, handshakes):
+            handshakes?.close()
+            socket.close()
+            if ownsContext { context.close() }
+        case .direct(let dealer):
+            dealer.close()
+        }
     }
 
     /// Sends a request built by `fill` and waits up to `timeout` seconds for its reply.
@@ -215,7 +239,7 @@ public final class CoordinatorConnection {
     /// The error for a request that got no answer within `timeout` seconds: over CURVE, a failed
     /// handshake says the key was not accepted; otherwise nobody answered in time.
     func noAnswer(_ timeout: Double) -> ClientError {
-        if let refusal = handshakes?.refusalSoFar() { return .keyNotAccepted(endpoint: endpoint, seconds: timeout, reason: refusal) }
+        if case .zeroMQ(_, _, _, let handshakes?) = transport, let refusal = handshakes.refusalSoFar() { return .keyNotAccepted(endpoint: endpoint, seconds: timeout, reason: refusal) }
         return .timeout(endpoint: endpoint, seconds: timeout)
     }
 
@@ -226,22 +250,27 @@ public final class CoordinatorConnection {
     /// a CURVE connection whose handshake was refused: libzmq drops such a connection for good (no
     /// reconnect), so a plain blocking send never returns.
     private func send(_ frames: [[UInt8]], until deadline: ContinuousClock.Instant) throws(ClientError) -> Bool {
+        let socket: Socket
+        switch transport {
+        case .zeroMQ(let zeroMQ, _, _, _):
+            socket = zeroMQ
+        case .direct(let dealer):
+            do throws(ZMTPError) {
+                return try dealer.send(frames, until: deadline)
+            } catch {
+                throw .connection(error)
+            }
+        }
         var poller = Poller()
         do {
             _ = try poller.add(socket, events: .writable)
             while try socket.send(frames, flags: .dontWait) != .sent {
-                guard ContinuousClock.now < deadline, try poller.poll(timeout: Self.milliseconds(until: deadline)) > 0 else { return false }
+                guard ContinuousClock.now < deadline, try poller.poll(timeout: Int(Poller.milliseconds(until: deadline))) > 0 else { return false }
             }
             return true
         } catch {
             throw .transport(error)
         }
-    }
-
-    /// Milliseconds from now to `deadline`, at least 0 (a `zmq_poll` timeout).
-    private static func milliseconds(until deadline: ContinuousClock.Instant) -> Int {
-        let left = deadline - ContinuousClock.now
-        return max(0, Int(left.components.seconds * 1000 + left.components.attoseconds / 1_000_000_000_000_000))
     }
 
     /// What one wait on the socket gave.
@@ -254,19 +283,31 @@ public final class CoordinatorConnection {
     /// The next message from the socket, waiting until `deadline` (nil = no limit) or until `wake` (a
     /// file descriptor, e.g. a signal's self-pipe) is readable.
     private func receive(until deadline: ContinuousClock.Instant?, wake: Int32?) throws(ClientError) -> Received {
+        let socket: Socket
+        switch transport {
+        case .zeroMQ(let zeroMQ, _, _, _):
+            socket = zeroMQ
+        case .direct(let dealer):
+            let received: ZMTPDealer.Received
+            do throws(ZMTPError) {
+                received = try dealer.receive(until: deadline, wake: wake)
+            } catch {
+                throw .connection(error)
+            }
+            switch received {
+            case .message(let frames): return try Self.decoded(frames)
+            case .timedOut: return .timedOut
+            case .woken: return .woken
+            }
+        }
         var poller = Poller()
         do {
             let socketIndex = try poller.add(socket)
             let wakeIndex = wake.map { poller.add(fileDescriptor: $0) }
             while true {
-                guard try poller.poll(timeout: deadline.map(Self.milliseconds(until:)) ?? -1) > 0 else { return .timedOut }
+                guard try poller.poll(timeout: deadline.map { Int(Poller.milliseconds(until: $0)) } ?? -1) > 0 else { return .timedOut }
                 if poller.isReadable(socketIndex), let frames = try socket.receiveMultipart(flags: .dontWait) {
-                    do {
-                        let (message, raw) = try Frames.decode(frames, as: Opq_V1_CoordinatorToClient.self)
-                        return .message(message, raw: raw)
-                    } catch {
-                        throw ClientError.malformed(error)
-                    }
+                    return try Self.decoded(frames)
                 }
                 if let wakeIndex, poller.readyEvents(at: wakeIndex).contains(.readable) { return .woken }
             }
@@ -276,6 +317,16 @@ public final class CoordinatorConnection {
             throw error
         } catch {
             preconditionFailure("unexpected \(error)")
+        }
+    }
+
+    /// A message received as `frames`, decoded.
+    private static func decoded(_ frames: [[UInt8]]) throws(ClientError) -> Received {
+        do {
+            let (message, raw) = try Frames.decode(frames, as: Opq_V1_CoordinatorToClient.self)
+            return .message(message, raw: raw)
+        } catch {
+            throw .malformed(error)
         }
     }
 

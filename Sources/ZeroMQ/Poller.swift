@@ -104,3 +104,14 @@ public struct Poller {
 /// A `Poller` holds sockets, which are owned by one thread.
 @available(*, unavailable)
 extension Poller: Sendable {}
+
+extension Poller {
+    /// Milliseconds from now to `deadline`, rounded up (a wait never ends just before its deadline only
+    /// to poll again with 0), at least 0: a `poll`/`zmq_poll` timeout.
+    public static func milliseconds(until deadline: ContinuousClock.Instant) -> Int32 {
+        let left = deadline - ContinuousClock.now
+        guard left > .zero else { return 0 }
+        let milliseconds = left.components.seconds * 1000 + (left.components.attoseconds + 999_999_999_999_999) / 1_000_000_000_000_000
+        return Int32(clamping: milliseconds)
+    }
+}

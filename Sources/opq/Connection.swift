@@ -14,20 +14,22 @@ enum Connection {
     /// The connection ``forCommandThatExits(_:probed:)`` left open.
     nonisolated(unsafe) private static var keptUntilExit: CoordinatorClient?
 
-    /// A connection to `endpoint` (``open(_:probeTimeout:security:)``, or ``unprobed(_:security:)``
+    /// A connection to `endpoint` (``open(_:probeTimeout:security:directZMTP:)``, or ``unprobed(_:security:directZMTP:)``
     /// when not `probed`) for a command that exits right after its last request (`opq status`), left
-    /// open until the process exits: closing it terminates its ZeroMQ context, which stops and joins
-    /// libzmq's two threads (≈ 0.15 ms of `opq status`'s ≈ 5 ms CPU, issue 19), and exiting ends them
-    /// as well. Nothing is lost: every reply came, and the socket has LINGER 0.
+    /// open until the process exits. Without CURVE keys, to `ipc://` or `tcp://127.x.x.x`, it speaks ZMTP
+    /// itself (no libzmq loaded, no context or thread: ≈ 2.5 ms of `opq status`'s ≈ 5.8 ms CPU, issue 19);
+    /// otherwise closing it would terminate its ZeroMQ context, which stops and joins libzmq's two threads
+    /// (≈ 0.15 ms), and exiting ends them as well. Nothing is lost: every reply came, and the socket has LINGER 0.
     static func forCommandThatExits(_ endpoint: String, probed: Bool) throws(ExitStatus) -> CoordinatorClient {
-        let connection = try probed ? open(endpoint) : unprobed(endpoint)
+        let connection = try probed ? open(endpoint, directZMTP: true) : unprobed(endpoint, directZMTP: true)
         keptUntilExit = connection
         return connection
     }
 
     /// Opens a connection to `endpoint` secured with `security` (default: ``security``, from the options).
-    static func open(_ endpoint: String, probeTimeout: Double = probeSeconds, security: ConnectionSecurity? = nil) throws(ExitStatus) -> CoordinatorClient {
-        let connection = try unprobed(endpoint, security: security)
+    static func open(_ endpoint: String, probeTimeout: Double = probeSeconds, security: ConnectionSecurity? = nil,
+                     directZMTP: Bool = false) throws(ExitStatus) -> CoordinatorClient {
+        let connection = try unprobed(endpoint, security: security, directZMTP: directZMTP)
         do {
             try connection.ping(timeout: probeTimeout)
         } catch {
@@ -37,10 +39,10 @@ enum Connection {
     }
 
     /// A connection to `endpoint` without the probe round trip, for a command whose first request is
-    /// awaited ``probeSeconds`` at most itself (`opq status`).
-    static func unprobed(_ endpoint: String, security: ConnectionSecurity? = nil) throws(ExitStatus) -> CoordinatorClient {
+    /// awaited ``probeSeconds`` at most itself (`opq status`). `directZMTP`: see ``CoordinatorClient/init(endpoint:security:directZMTP:)``.
+    static func unprobed(_ endpoint: String, security: ConnectionSecurity? = nil, directZMTP: Bool = false) throws(ExitStatus) -> CoordinatorClient {
         do {
-            return try CoordinatorClient(endpoint: endpoint, security: security ?? Self.security)
+            return try CoordinatorClient(endpoint: endpoint, security: security ?? Self.security, directZMTP: directZMTP)
         } catch {
             throw fail(.unreachable, "cannot connect to \(endpoint): \(error)")
         }

@@ -44,6 +44,7 @@ import Testing
             #expect(ldd.finish(within: 30) == 0)
             #expect(!ldd.stdout.contains("libswift") && !ldd.stdout.contains("libFoundation") && !ldd.stdout.contains("/opt/swift"),
                     "\(product) links the toolchain: \(ldd.stdout)")
+            #expect(!ldd.stdout.contains("libzmq"), "\(product) links libzmq (CZeroMQ opens it on first use): \(ldd.stdout)")
             let version = try Self.withoutToolchain([prefix + "/bin/" + product, "--version"], in: scratch)
             #expect(version.finish(within: 30) == 0, "\(product): \(version.stderr)")
             #expect(VersionTests.isVersionLine(version.stdout) && version.stdout.contains("(git "),
