@@ -23,7 +23,10 @@ import ZeroMQ
 public final class Coordinator: @unchecked Sendable {
     let configuration: CoordinatorConfiguration
     let logger: Logger
-    let context: Context
+    /// The ZeroMQ context of the coordinator's sockets. Workers on threads of this process use it to
+    /// connect to ``CoordinatorConfiguration/inProcessWorkersEndpoint`` (an `inproc://` endpoint is
+    /// reachable only from sockets of the context that bound it).
+    public let context: Context
     let workersSocket: Socket
     let clientsSocket: Socket
     /// The ZAP handler admitting CURVE peers (nil without CURVE).
@@ -119,6 +122,7 @@ public final class Coordinator: @unchecked Sendable {
         try clientsSocket.set(.tcpKeepaliveCount, 3)
         self.workersEndpoint = try workersSocket.bind(workersEndpoint)
         self.clientsEndpoint = try clientsSocket.bind(clientsEndpoint)
+        if let inProcess = configuration.inProcessWorkersEndpoint { try workersSocket.bind(inProcess) }
 
         var fds: [Int32] = [0, 0]
         guard pipe(&fds) == 0 else { throw ZMQError(call: "pipe", code: errno) }

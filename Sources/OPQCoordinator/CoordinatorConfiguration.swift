@@ -59,6 +59,12 @@ public struct CoordinatorConfiguration: Sendable {
     /// CURVE: both sockets encrypt and authenticate with these keys, and admit only the authorized
     /// public keys (``AuthorizedKeys``). Nil = no encryption, and only loopback or `ipc://` endpoints.
     public var curve: CurveSettings?
+    /// Also bind the workers socket to this `inproc://` endpoint, for workers on threads of this process
+    /// that use the coordinator's ``Coordinator/context`` (the one-process cluster of `opq run`:
+    /// `opq-coordinator --local-workers`). `inproc://` skips libzmq's I/O threads, so a dispatch round
+    /// trip costs about half of one between processes. Only this process can reach it; it cannot be
+    /// combined with ``curve`` (in-process peers have no key to authenticate). Nil = none.
+    public var inProcessWorkersEndpoint: String?
 
     /// The defaults.
     public init() {}
@@ -82,7 +88,16 @@ public struct CoordinatorConfiguration: Sendable {
             Limits.countProblem(clientBacklogMessages, name: "clientBacklogMessages", range: 1...Int.max),
             Limits.countProblem(clientBacklogBytes, name: "clientBacklogBytes", range: 1...Int.max),
         ]
-        return problems.compactMap { $0 }.first
+        if let problem = problems.compactMap({ $0 }).first { return problem }
+        if let inProcess = inProcessWorkersEndpoint {
+            guard (try? Endpoint(parsing: inProcess))?.isInProcess == true else {
+                return "inProcessWorkersEndpoint must be an inproc:// endpoint, not '\(inProcess)'"
+            }
+            if curve != nil {
+                return "inProcessWorkersEndpoint cannot be combined with CURVE: workers inside the process have no key to authenticate"
+            }
+        }
+        return nil
     }
 
     /// Binds both endpoints as Unix sockets in `directory` (`workers` and `clients`), which is created

@@ -8,6 +8,10 @@ import Foundation
 /// (``Endpoints``). Processes are started by ``startCoordinator(_:state:)`` and
 /// ``startWorker(_:slots:arguments:)``; ``stop(grace:)`` ends them in order (workers first, so they can
 /// report and say goodbye), ``kill()`` at once. Either removes the directory when the cluster made it.
+///
+/// ``startOneProcess(workers:slots:arguments:)`` starts the coordinator with its workers inside its own
+/// process instead (`opq-coordinator --local-workers`, over `inproc://`): what `opq run` uses; more
+/// workers may still be started as processes.
 // @unchecked Sendable: its processes are ``ChildProcess``es (thread-safe); its own mutable fields (`coordinator`, `workers`, `stopped`) are set only by the thread that owns the cluster, which starts, stops and kills it (those calls must not race one another).
 public final class LocalCluster: @unchecked Sendable {
     // @unchecked: a cluster is driven by one thread at a time (its owner).
@@ -37,6 +41,8 @@ public final class LocalCluster: @unchecked Sendable {
     public private(set) var coordinator: ChildProcess?
     /// The workers in start order.
     public private(set) var workers: [ChildProcess] = []
+    /// The names of the workers inside the coordinator's process (``startOneProcess(workers:slots:arguments:)``).
+    public private(set) var localWorkers: [String] = []
     private let deathSignal: Int32
     private let removesDirectory: Bool
     private var stopped = false
@@ -93,6 +99,15 @@ public final class LocalCluster: @unchecked Sendable {
         return process
     }
 
+    /// Starts `opq-coordinator` as ``startCoordinator(_:state:)`` does, with `count` workers of `slots`
+    /// slots each inside its process (`--local-workers`, named `local-1`, …): the one-process cluster.
+    @discardableResult
+    public func startOneProcess(workers count: Int, slots: Int, arguments: [String] = []) throws -> ChildProcess {
+        let process = try startCoordinator(["--local-workers", String(count), "--local-slots", String(slots)] + arguments)
+        localWorkers = (1...max(1, count)).map { "local-\($0)" }
+        return process
+    }
+
     /// Starts an `opq-worker` named `name` with `slots` slots, `arguments` added; its output goes to `NAME.log`.
     @discardableResult
     public func startWorker(_ name: String, slots: Int = 1, arguments: [String] = []) throws -> ChildProcess {
@@ -143,7 +158,8 @@ public final class LocalCluster: @unchecked Sendable {
     public var processes: [ChildProcess] { [coordinator].compactMap { $0 } + workers }
 
     /// Stops the workers (SIGTERM, then SIGKILL for those still running after `grace` seconds), then the
-    /// coordinator likewise, and removes the directory the cluster made. Safe to call twice.
+    /// coordinator likewise — with workers inside it (``localWorkers``), which it stops first, it gets
+    /// twice the grace — and removes the directory the cluster made. Safe to call twice.
     public func stop(grace: Double = 3) {
         guard !stopped else { return }
         stopped = true
@@ -151,7 +167,7 @@ public final class LocalCluster: @unchecked Sendable {
         let deadline = Date().addingTimeInterval(grace)
         for worker in workers { _ = worker.waitForExit(within: max(0, deadline.timeIntervalSinceNow)) }
         for worker in workers { worker.kill() }
-        coordinator?.terminate(grace: grace)
+        coordinator?.terminate(grace: localWorkers.isEmpty ? grace : 2 * grace)
         removeDirectory()
     }
 

@@ -46,8 +46,11 @@ final class AgentConnection {
     let agent: WorkerAgent
     /// The agent's logger with the coordinator endpoint in its metadata.
     let logger: Logger
-    /// The ZeroMQ context of this connection's sockets; closed when ``run()`` returns.
+    /// The ZeroMQ context of this connection's sockets: the agent's shared one, or its own, which is
+    /// closed when ``run()`` returns (``ownsContext``).
     private let context: Context
+    /// The context was made here (not shared with an in-process coordinator): ``run()`` closes it.
+    private let ownsContext: Bool
     /// The DEALER socket; nil while ``Phase/waiting(until:)``.
     var socket: Socket?
     /// Over CURVE: the socket's handshakes, telling a refused key from no coordinator.
@@ -113,7 +116,13 @@ final class AgentConnection {
         var logger = agent.logger
         logger[metadataKey: "coordinator.endpoint"] = .string(agent.configuration.coordinator)
         self.logger = logger
-        context = try Context()
+        if let shared = agent.sharedContext {
+            context = shared
+            ownsContext = false
+        } else {
+            context = try Context()
+            ownsContext = true
+        }
         backoff = ReconnectBackoff(initial: agent.configuration.initialReconnectDelay,
                                    maximum: agent.configuration.maximumReconnectDelay)
         interval = agent.configuration.heartbeatInterval
@@ -125,7 +134,7 @@ final class AgentConnection {
     func run() throws {
         defer {
             closeSocket()
-            context.close()
+            if ownsContext { context.close() }
         }
         rebuildPoller()
         // Dispatched commands are spawned from this thread, which serves the worker until it stops; what

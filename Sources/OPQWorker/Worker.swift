@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import OPQCore
+import ZeroMQ
 
 /// An embedded worker: a program offers its own handlers — Foundation `Operation`s — to a coordinator,
 /// and runs the operations the coordinator dispatches to it. `opq-worker` is this type behind a command
@@ -51,13 +52,16 @@ public final class Worker: @unchecked Sendable {
     /// - Parameters:
     ///   - builtins: also offer the built-in handlers `noop`, `sleep` and `sha256`.
     ///   - logger: where the worker logs (libraries never bootstrap logging; the program does).
+    ///   - context: the ZeroMQ context for the worker's socket, shared with the coordinator when both run
+    ///     in one process (then ``WorkerConfiguration/coordinator`` may be its `inproc://` endpoint); nil =
+    ///     a context of its own, closed when the worker stops. A shared context is never closed by the worker.
     /// - Throws: ``WorkerConfigurationError`` naming what is wrong with the configuration.
     public init(configuration: WorkerConfiguration, builtins: Bool = true,
-                logger: Logger = Logger(label: "opq.worker")) throws(WorkerConfigurationError) {
+                logger: Logger = Logger(label: "opq.worker"), context: Context? = nil) throws(WorkerConfigurationError) {
         if let problem = configuration.problem { throw WorkerConfigurationError(description: problem) }
         self.configuration = configuration
         handlers = builtins ? .withBuiltins() : HandlerRegistry()
-        agent = WorkerAgent(configuration: configuration, handlers: handlers, logger: logger)
+        agent = WorkerAgent(configuration: configuration, handlers: handlers, logger: logger, context: context)
     }
 
     /// A worker serving the coordinator's worker endpoint `coordinator` with `slots` concurrent

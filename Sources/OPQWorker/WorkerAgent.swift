@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import OPQCore
 import OPQSpawn
+import ZeroMQ
 
 /// A worker: serves a coordinator with the handlers and commands it can run (DESIGN "Worker").
 ///
@@ -40,6 +41,9 @@ public final class WorkerAgent: @unchecked Sendable {
     let outputWindow = OutputWindow()
     /// Kills the commands when the lease ends; set by ``run()`` (only its thread reads it).
     var leaseWatchdog: LeaseWatchdog?
+    /// The ZeroMQ context given at creation (shared with an in-process coordinator), or nil: the
+    /// connection makes its own and closes it.
+    let sharedContext: Context?
     private let lock = NSLock()
     private var requestedStop = StopLevel.running
     private var stopReason = ""
@@ -47,10 +51,14 @@ public final class WorkerAgent: @unchecked Sendable {
 
     /// Creates an agent; nothing connects until ``run()``.
     ///
+    /// `context`: see ``Worker/init(configuration:builtins:logger:context:)``.
+    ///
     /// - Precondition: `configuration.problem` is nil (executables check it first and report it).
-    public init(configuration: WorkerConfiguration, handlers: HandlerRegistry = .withBuiltins(), logger: Logger) {
+    public init(configuration: WorkerConfiguration, handlers: HandlerRegistry = .withBuiltins(), logger: Logger,
+                context: Context? = nil) {
         if let problem = configuration.problem { preconditionFailure("WorkerAgent: invalid configuration: \(problem)") }
         self.configuration = configuration
+        sharedContext = context
         self.handlers = handlers
         var logger = logger
         logger[metadataKey: "worker.id"] = .string(configuration.name)

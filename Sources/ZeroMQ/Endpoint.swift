@@ -82,6 +82,25 @@ public struct Endpoint: Hashable, Sendable, CustomStringConvertible {
         }
     }
 
+    /// Parses `text` as an endpoint another process can reach (what a user gives `opq-coordinator`,
+    /// `opq-worker` or `opq`): as ``init(parsing:)``, but `inproc://` is refused, because only the
+    /// threads of one process can reach it (opq binds one itself for the workers of a one-process
+    /// cluster, `opq-coordinator --local-workers`).
+    public init(parsingBetweenProcesses text: String) throws(EndpointError) {
+        try self.init(parsing: text)
+        if case .inproc = address {
+            throw EndpointError(endpoint: text, problem: """
+                inproc:// is only reachable inside one process, so no other program could connect to it; use \
+                tcp://HOST:PORT or ipc://PATH (opq-coordinator --local-workers N runs workers inside the coordinator)
+                """)
+        }
+    }
+
+    /// True for `inproc://`: reachable only by the threads of this process (sharing its context).
+    public var isInProcess: Bool {
+        if case .inproc = address { true } else { false }
+    }
+
     private static func parseTCP(_ rest: String, _ refuse: (String) -> EndpointError) throws(EndpointError) -> Address {
         if rest.contains(";") {
             throw refuse("';' introduces a source address, which opq does not accept: give one address")

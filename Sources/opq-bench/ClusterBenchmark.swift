@@ -10,6 +10,8 @@ struct ClusterThroughputRun: Codable {
     var fsync: String
     /// How processes talk: ``LocalCluster/Transport`` ("ipc", "tcp" or "tcp+curve").
     var transport = LocalCluster.Transport.ipc.rawValue
+    /// ``Topology``: "processes" or "one-process".
+    var topology = Topology.processes.rawValue
     var slotsPerWorker: Int
     var operations: Int
     /// From sending the Submit to the Wait reply saying the job finished.
@@ -25,8 +27,17 @@ struct ClusterThroughputRun: Codable {
     var workersContextSwitchesPerOperation: Double?
 }
 
+/// Where the workers run: `opq-worker` processes, or threads of the coordinator's process over
+/// `inproc://` (`opq-coordinator --local-workers`, what `opq run` and `opq map --local` start).
+enum Topology: String, Codable, CaseIterable {
+    case processes
+    case oneProcess = "one-process"
+}
+
 /// Dispatch latency, ready → executing, from the coordinator's own event timestamps.
 struct ClusterLatency: Codable {
+    /// ``Topology``.
+    var topology = Topology.processes.rawValue
     var samples: Int
     var p50Microseconds: Double
     var p90Microseconds: Double
@@ -39,6 +50,8 @@ struct ClusterLatency: Codable {
 
 /// A chain across processes and the same chain on Foundation's `OperationQueue`.
 struct ClusterChain: Codable {
+    /// ``Topology``.
+    var topology = Topology.processes.rawValue
     var operations: Int
     var seconds: Double
     var operationsPerSecond: Double
@@ -83,39 +96,60 @@ struct ClusterBenchmark {
     /// Throughput at every slot count asked for (journal at the default sync level), then with
     /// `--fsync always` at the largest.
     func throughput(progress: (String) -> Void) throws -> [ClusterThroughputRun] {
-        var runs = options.slotCounts.map { (slots: $0, fsync: "normal", transport: LocalCluster.Transport.ipc) }
-        if options.fsyncAlways, let largest = options.slotCounts.last { runs.append((largest, "always", .ipc)) }
-        if options.curve, let largest = options.slotCounts.last { runs += [(largest, "normal", .tcp), (largest, "normal", .tcpCurve)] }
+        var runs = options.slotCounts.flatMap { slots in
+            topologies.map { (slots: slots, fsync: "normal", transport: LocalCluster.Transport.ipc, topology: $0) }
+        }
+        if options.fsyncAlways, let largest = options.slotCounts.last { runs.append((largest, "always", .ipc, .processes)) }
+        if options.curve, let largest = options.slotCounts.last {
+            runs += [(largest, "normal", .tcp, .processes), (largest, "normal", .tcpCurve, .processes)]
+        }
         let submission = Workload(.independent, size: options.throughputOperations).submission()
         let warmUp = Workload(.independent, size: min(2_000, options.throughputOperations)).submission()
-        return try runs.map { slots, fsync, transport in
-            progress("throughput: \(options.workers) workers × \(slots) slots, \(Format.size(options.throughputOperations)) no-ops, --fsync \(fsync), \(transport.rawValue)")
-            let cluster = try LocalCluster(binaries: binaries, parent: scratch, name: "throughput-\(slots)-\(fsync)-\(transport)", transport: transport)
+        return try runs.map { slots, fsync, transport, topology in
+            progress("throughput: \(options.workers) workers × \(slots) slots, \(Format.size(options.throughputOperations)) no-ops, --fsync \(fsync), \(transport.rawValue), \(topology.rawValue)")
+            let cluster = try LocalCluster(binaries: binaries, parent: scratch, name: "throughput-\(slots)-\(fsync)-\(transport)-\(topology.rawValue)", transport: transport)
             defer { cluster.stop() }
-            try cluster.startCoordinator(fsync: fsync)
-            let client = try cluster.connect()
-            try cluster.startWorkers(options.workers, slots: slots, client: client)
+            let client = try start(cluster, slots: slots, fsync: fsync, topology: topology)
             _ = try runJob(warmUp, count: warmUp.operations.count, client: client, cluster: cluster)
             let before = ProcessCosts(cluster)
             let (seconds, submitSeconds) = try runJob(submission, count: options.throughputOperations, client: client, cluster: cluster)
             let n = Double(options.throughputOperations)
             let costs = before.perOperation(until: ProcessCosts(cluster), operations: n)
             return ClusterThroughputRun(
-                fsync: fsync, transport: transport.rawValue, slotsPerWorker: slots, operations: options.throughputOperations, seconds: seconds,
+                fsync: fsync, transport: transport.rawValue, topology: topology.rawValue, slotsPerWorker: slots, operations: options.throughputOperations, seconds: seconds,
                 submitSeconds: submitSeconds, operationsPerSecond: n / seconds,
                 coordinatorCPUMicrosecondsPerOperation: costs.coordinatorCPU, workersCPUMicrosecondsPerOperation: costs.workersCPU,
                 coordinatorContextSwitchesPerOperation: costs.coordinatorSwitches, workersContextSwitchesPerOperation: costs.workersSwitches)
         }
     }
 
+    /// The topologies measured: separate processes, and the one-process cluster unless `--no-one-process`.
+    var topologies: [Topology] { options.oneProcess ? [.processes, .oneProcess] : [.processes] }
+
+    /// Starts the coordinator and `options.workers` workers of `slots` slots each, as `opq-worker`
+    /// processes or inside the coordinator's process (`topology`); returns a client connected to it
+    /// once every worker is listed.
+    func start(_ cluster: LocalCluster, slots: Int, fsync: String = "normal", topology: Topology) throws -> CoordinatorConnection {
+        switch topology {
+        case .processes:
+            try cluster.startCoordinator(fsync: fsync)
+            let client = try cluster.connect()
+            try cluster.startWorkers(options.workers, slots: slots, client: client)
+            return client
+        case .oneProcess:
+            try cluster.startCoordinator(fsync: fsync, localWorkers: (options.workers, slots))
+            let client = try cluster.connect()
+            try cluster.waitForWorkers(client: client)
+            return client
+        }
+    }
+
     /// Operations submitted one at a time to an idle cluster; ready → executing from the watch stream.
-    func latency(progress: (String) -> Void) throws -> ClusterLatency {
-        progress("latency: \(options.latencyOperations) no-ops one at a time, \(options.workers) workers × \(Self.latencySlots) slots")
-        let cluster = try LocalCluster(binaries: binaries, parent: scratch, name: "latency")
+    func latency(topology: Topology = .processes, progress: (String) -> Void) throws -> ClusterLatency {
+        progress("latency: \(options.latencyOperations) no-ops one at a time, \(options.workers) workers × \(Self.latencySlots) slots, \(topology.rawValue)")
+        let cluster = try LocalCluster(binaries: binaries, parent: scratch, name: "latency-\(topology.rawValue)")
         defer { cluster.stop() }
-        try cluster.startCoordinator()
-        let client = try cluster.connect()
-        try cluster.startWorkers(options.workers, slots: Self.latencySlots, client: client)
+        let client = try start(cluster, slots: Self.latencySlots, topology: topology)
         let stream = try cluster.connect()
         try stream.request { $0.watch.all = Opq_V1_All() }
 
@@ -154,7 +188,7 @@ struct ClusterBenchmark {
         }
         func microseconds(_ nanoseconds: UInt64) -> Double { Double(nanoseconds) / 1_000 }
         return ClusterLatency(
-            samples: options.latencyOperations,
+            topology: topology.rawValue, samples: options.latencyOperations,
             p50Microseconds: microseconds(coordinatorView.valueAtPercentile(50)),
             p90Microseconds: microseconds(coordinatorView.valueAtPercentile(90)),
             p99Microseconds: microseconds(coordinatorView.valueAtPercentile(99)),
@@ -164,28 +198,27 @@ struct ClusterBenchmark {
     }
 
     /// A chain of no-ops across processes, then the same chain on Foundation's `OperationQueue`.
-    func chain(progress: (String) -> Void) throws -> ClusterChain {
+    /// With `topology` one-process, no Foundation run (the processes' chain has it).
+    func chain(topology: Topology = .processes, progress: (String) -> Void) throws -> ClusterChain {
         let size = options.chainOperations
-        progress("chain: \(Format.size(size)) dependent no-ops across \(options.workers) workers")
+        progress("chain: \(Format.size(size)) dependent no-ops across \(options.workers) workers, \(topology.rawValue)")
         let workload = Workload(.chain, size: size)
         var result: ClusterChain
         do {
-            let cluster = try LocalCluster(binaries: binaries, parent: scratch, name: "chain")
+            let cluster = try LocalCluster(binaries: binaries, parent: scratch, name: "chain-\(topology.rawValue)")
             defer { cluster.stop() }
-            try cluster.startCoordinator()
-            let client = try cluster.connect()
-            try cluster.startWorkers(options.workers, slots: Self.latencySlots, client: client)
+            let client = try start(cluster, slots: Self.latencySlots, topology: topology)
             let warmUp = Workload(.chain, size: min(200, size)).submission()
             _ = try runJob(warmUp, count: warmUp.operations.count, client: client, cluster: cluster)
             let before = ProcessCosts(cluster)
             let (seconds, _) = try runJob(workload.submission(), count: size, client: client, cluster: cluster)
             let costs = before.perOperation(until: ProcessCosts(cluster), operations: Double(size))
-            result = ClusterChain(operations: size, seconds: seconds, operationsPerSecond: Double(size) / seconds,
+            result = ClusterChain(topology: topology.rawValue, operations: size, seconds: seconds, operationsPerSecond: Double(size) / seconds,
                                   coordinatorCPUMicrosecondsPerOperation: costs.coordinatorCPU, workersCPUMicrosecondsPerOperation: costs.workersCPU,
                                   coordinatorContextSwitchesPerOperation: costs.coordinatorSwitches,
                                   workersContextSwitchesPerOperation: costs.workersSwitches)
         }
-        if options.foundation {
+        if options.foundation, topology == .processes {
             progress("chain: \(Format.size(size)) dependent BlockOperations on Foundation's OperationQueue")
             let seconds = FoundationBaseline.run(workload, maxConcurrent: options.workers * Self.latencySlots)
             result.foundationSeconds = seconds

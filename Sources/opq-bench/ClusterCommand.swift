@@ -47,6 +47,10 @@ enum ClusterCommand {
         report.throughput = attempt("throughput") { try benchmark.throughput(progress: progress) } ?? []
         report.latency = attempt("latency") { try benchmark.latency(progress: progress) }
         report.chain = attempt("chain") { try benchmark.chain(progress: progress) }
+        if options.oneProcess {
+            report.oneProcessLatency = attempt("latency (one process)") { try benchmark.latency(topology: .oneProcess, progress: progress) }
+            report.oneProcessChain = attempt("chain (one process)") { try benchmark.chain(topology: .oneProcess, progress: progress) }
+        }
         if options.commandOperations > 0 { report.commands = attempt("commands") { try benchmark.commands(progress: progress) } }
         if options.dashboard { report.dashboard = attempt("dashboard") { try benchmark.dashboard(progress: progress) } }
         if options.failover { report.failover = attempt("failover") { try benchmark.failover(progress: progress) } }

@@ -29,6 +29,9 @@ struct ClusterOptions {
     var fsyncAlways = true
     /// Also measure throughput over loopback TCP without and with CURVE, side by side, at the largest slot count.
     var curve = false
+    /// Also measure throughput, latency and the chain on the one-process cluster (`opq-coordinator
+    /// --local-workers`, what `opq run` starts), beside the separate processes.
+    var oneProcess = true
     /// `true` commands for the command run (the worker's per-command path); 0 = skip it (`--no-commands`).
     var commandOperations = 2_000
 
@@ -57,6 +60,9 @@ struct ClusterOptions {
       --commands N            `true` commands for the command run: rate, workers' CPU per command, a worker's
                               threads idle and with 8 commands running (default 2000)
       --no-commands           skip the command run
+      --no-one-process        skip the one-process cluster (opq-coordinator --local-workers N: the workers on threads
+                              of the coordinator over inproc://, what `opq run` starts), measured by default beside the
+                              separate processes for throughput, latency and the chain
       --curve                 also measure throughput over loopback TCP, without and with CURVE (encryption and
                               key authentication), at the largest slot count
       --keep-logs             keep the temporary directory with the processes' logs
@@ -84,6 +90,7 @@ struct ClusterOptions {
             case "--no-fsync-always": options.fsyncAlways = false
             case "--no-dashboard": options.dashboard = false
             case "--curve": options.curve = true
+            case "--no-one-process": options.oneProcess = false
             case "--commands": options.commandOperations = reader.positive(for: argument)
             case "--no-commands": options.commandOperations = 0
             case "--keep-logs": options.keepLogs = true

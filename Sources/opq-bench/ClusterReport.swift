@@ -9,6 +9,9 @@ struct ClusterReport: Codable {
     var throughput: [ClusterThroughputRun] = []
     var latency: ClusterLatency?
     var chain: ClusterChain?
+    /// The same two on the one-process cluster (`opq-coordinator --local-workers`, what `opq run` starts).
+    var oneProcessLatency: ClusterLatency?
+    var oneProcessChain: ClusterChain?
     var commands: ClusterCommands?
     var failover: ClusterFailover?
     var dashboard: ClusterDashboard?
@@ -61,10 +64,15 @@ struct ClusterReport: Codable {
     /// Leases (SEMANTICS §7): a lost worker's operations go back only after its lease (liveness ×
     /// heartbeat from when it was last heard: 3 s) and the coordinator's 1 s lease margin, plus 0.5 s.
     static let failoverGoal = 4.5  // s
+    /// Issue 19's targets, judged on the one-process cluster (what `opq run` users get).
+    static let oneSlotGoal = 20_000.0  // no-ops/s, 2 workers × 1 slot
+    static let oneProcessP50Goal = 150.0  // µs, ready → executing
+    static let oneProcessClientP50Goal = 300.0  // µs, Submit sent → finished event
+    static let chainRateGoal = 10_000.0  // links/s
 
     /// The fastest throughput run at the default sync level.
     var bestThroughput: ClusterThroughputRun? {
-        throughput.filter { $0.fsync == "normal" && $0.transport == LocalCluster.Transport.ipc.rawValue }.max { $0.operationsPerSecond < $1.operationsPerSecond }
+        throughput.filter { $0.fsync == "normal" && $0.transport == LocalCluster.Transport.ipc.rawValue && $0.topology == Topology.processes.rawValue }.max { $0.operationsPerSecond < $1.operationsPerSecond }
     }
 
     /// The TCP run without CURVE and the one with it (`--curve`).
@@ -77,7 +85,8 @@ struct ClusterReport: Codable {
     /// The `--fsync always` run and the default-sync run at the same slot count.
     var fsyncComparison: (normal: ClusterThroughputRun, always: ClusterThroughputRun)? {
         guard let always = throughput.first(where: { $0.fsync == "always" }),
-              let normal = throughput.first(where: { $0.fsync == "normal" && $0.transport == always.transport && $0.slotsPerWorker == always.slotsPerWorker }) else { return nil }
+              let normal = throughput.first(where: { $0.fsync == "normal" && $0.transport == always.transport && $0.slotsPerWorker == always.slotsPerWorker
+                                                       && $0.topology == always.topology }) else { return nil }
         return (normal, always)
     }
 
@@ -107,6 +116,20 @@ struct ClusterReport: Codable {
                                   measured: Format.fixed(ratio, 1) + "×", passed: ratio >= Self.chainRatioGoal))
         } else if failures.contains(where: { $0.hasPrefix("chain") }) {
             targets.append(Target(name: "chain across processes vs Foundation", goal: "≥ 3×", measured: "failed", passed: false))
+        }
+        if let one = throughput.first(where: { $0.topology == Topology.oneProcess.rawValue && $0.slotsPerWorker == 1 && $0.fsync == "normal" }) {
+            targets.append(Target(name: "one process: \(workers) workers × 1 slot", goal: "≥ 20,000 ops/s",
+                                  measured: Format.rate(one.operationsPerSecond) + " ops/s", passed: one.operationsPerSecond >= Self.oneSlotGoal))
+        }
+        if let one = oneProcessLatency {
+            targets.append(Target(name: "one process: dispatch ready → executing, p50", goal: "≤ 150 µs",
+                                  measured: Self.microseconds(one.p50Microseconds), passed: one.p50Microseconds <= Self.oneProcessP50Goal))
+            targets.append(Target(name: "one process: Submit sent → finished event, p50", goal: "≤ 300 µs",
+                                  measured: Self.microseconds(one.clientP50Microseconds), passed: one.clientP50Microseconds <= Self.oneProcessClientP50Goal))
+        }
+        if let one = oneProcessChain {
+            targets.append(Target(name: "one process: \(Format.size(one.operations)) chain", goal: "≥ 10,000 links/s",
+                                  measured: Format.rate(one.operationsPerSecond) + " links/s", passed: one.operationsPerSecond >= Self.chainRateGoal))
         }
         if let dashboard {
             targets.append(Target(name: "throughput with --http scraped and streamed vs without", goal: "≥ 0.95×",
@@ -138,14 +161,15 @@ struct ClusterReport: Codable {
         if !throughput.isEmpty {
             out.append("")
             var table = TextTable([.init("throughput", right: false), .init("fsync", right: false), .init("transport", right: false),
-                                   .init("slots/worker"), .init("ops"),
+                                   .init("workers", right: false), .init("slots/worker"), .init("ops"),
                                    .init("time"), .init("submit ack"), .init("ops/s"), .init("≥ 50k", right: false),
                                    .init("coord CPU µs/op"), .init("workers CPU µs/op"), .init("coord switches/op"),
                                    .init("workers switches/op")])
             let best = bestThroughput
             for run in throughput {
                 let isBest = run.fsync == best?.fsync && run.transport == best?.transport && run.slotsPerWorker == best?.slotsPerWorker
-                table.append(["independent no-ops", run.fsync, run.transport, String(run.slotsPerWorker), Format.size(run.operations),
+                    && run.topology == best?.topology
+                table.append(["independent no-ops", run.fsync, run.transport, run.topology, String(run.slotsPerWorker), Format.size(run.operations),
                               Format.seconds(run.seconds), Format.seconds(run.submitSeconds), Format.rate(run.operationsPerSecond),
                               run.fsync == "normal" ? Format.verdict(run.operationsPerSecond >= Self.throughputGoal) + (isBest ? " (best)" : "") : "n/a",
                               run.coordinatorCPUMicrosecondsPerOperation.map { Format.fixed($0, 1) } ?? "—",
@@ -168,6 +192,8 @@ struct ClusterReport: Codable {
                            + "\(Format.rate(tcp.operationsPerSecond)) ops/s without it (\(Format.fixed(ratio, 2))×; target ≥ 0.8×: "
                            + "\(Format.verdict(ratio >= 0.8))).")
             }
+            out.append("  workers = opq-worker processes, or one-process: threads of the coordinator over inproc:// (opq run's cluster;")
+            out.append("  its coord CPU and switches include the workers').")
             out.append("  CPU µs/op = user + system time (/proc/PID/stat) over the timed run ÷ ops; workers summed. \(machine.activeCores) cores")
             out.append("  carry the coordinator, both workers and this client: a sum near \(machine.activeCores) × 1e6 ÷ ops/s means CPU-bound.")
         }
@@ -180,6 +206,12 @@ struct ClusterReport: Codable {
                           Self.microseconds(latency.maxMicroseconds)])
             table.append(["client: Submit sent → finished event", Format.grouped(latency.samples), Self.microseconds(latency.clientP50Microseconds),
                           "", Self.microseconds(latency.clientP99Microseconds), ""])
+            if let one = oneProcessLatency {
+                table.append(["one process: ready → executing", Format.grouped(one.samples), Self.microseconds(one.p50Microseconds),
+                              Self.microseconds(one.p90Microseconds), Self.microseconds(one.p99Microseconds), Self.microseconds(one.maxMicroseconds)])
+                table.append(["one process: Submit sent → finished event", Format.grouped(one.samples), Self.microseconds(one.clientP50Microseconds),
+                              "", Self.microseconds(one.clientP99Microseconds), ""])
+            }
             out.append(table.render())
             out.append("  one no-op at a time on an idle cluster (\(workers) workers × \(ClusterBenchmark.latencySlots) slots); ready and executing are")
             out.append("  the coordinator's timestamps on the watch stream's events (HdrHistogram, 3 significant digits).")
@@ -194,6 +226,10 @@ struct ClusterReport: Codable {
                               Format.fixed(ratio, 1) + "× "
                                   + (chain.operations < Self.chainGoalLength ? "n/a" : Format.verdict(ratio >= Self.chainRatioGoal))
                           } ?? "—"])
+            if let one = oneProcessChain {
+                table.append(["opq, one process: workers inside the coordinator", Format.size(one.operations), Format.seconds(one.seconds),
+                              Format.rate(one.operationsPerSecond), chain.foundationOperationsPerSecond.map { Format.fixed(one.operationsPerSecond / $0, 1) + "×" } ?? "—"])
+            }
             if let seconds = chain.foundationSeconds, let rate = chain.foundationOperationsPerSecond {
                 table.append(["Foundation OperationQueue, BlockOperations", Format.size(chain.operations), Format.seconds(seconds), Format.rate(rate), ""])
             } else {
@@ -206,6 +242,9 @@ struct ClusterReport: Codable {
                 let switches = [chain.coordinatorContextSwitchesPerOperation, chain.workersContextSwitchesPerOperation].map { $0.map { Format.fixed($0, 2) } ?? "—" }
                 out.append("  one link (finish → dispatch → start, one round trip): coordinator \(Format.fixed(coordinator, 1)) µs CPU, \(switches[0]) context")
                 out.append("  switches; workers \(Format.fixed(workersCPU, 1)) µs CPU, \(switches[1]) switches (all threads, /proc/PID/task/*/status).")
+            }
+            if let one = oneProcessChain, let cpu = one.coordinatorCPUMicrosecondsPerOperation {
+                out.append("  one process: \(Format.fixed(cpu, 1)) µs CPU and \(one.coordinatorContextSwitchesPerOperation.map { Format.fixed($0, 2) } ?? "—") switches per link, coordinator and workers together.")
             }
         }
         if let commands {

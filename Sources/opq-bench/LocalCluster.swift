@@ -25,7 +25,10 @@ struct Binaries {
 
 /// A private coordinator and its workers over `ipc://` endpoints in a directory of their own (or
 /// loopback TCP, optionally with CURVE: ``Transport``): the runtime's launcher
-/// (``OPQRuntime/LocalCluster``) with the benchmark's settings, keys and client.
+/// (``OPQRuntime/LocalCluster``) with the benchmark's settings, keys and client. The workers are
+/// `opq-worker` processes, or (``startCoordinator(fsync:http:localWorkers:extraArguments:)`` with
+/// `localWorkers`) threads of the coordinator's process over `inproc://`: the one-process cluster of
+/// `opq run`.
 /// Every process is killed (SIGKILL) by ``stop()``, which `deinit` also calls; the directory stays
 /// (the benchmark removes its scratch directory unless asked to keep the logs).
 final class LocalCluster {
@@ -54,6 +57,8 @@ final class LocalCluster {
     var coordinator: ChildProcess? { cluster.coordinator }
     /// Workers in start order, named `w1`, `w2`, …
     var workers: [ChildProcess] { cluster.workers }
+    /// The workers run inside the coordinator's process (its CPU and switches include theirs).
+    var isOneProcess: Bool { !cluster.localWorkers.isEmpty }
 
     /// Seconds allowed for a process to come up: 15, or `$OPQ_BENCH_STARTUP_SECONDS` (a coordinator run
     /// under `valgrind --tool=callgrind` through a `--bin-dir` wrapper needs longer).
@@ -99,9 +104,16 @@ final class LocalCluster {
     /// Starts `opq-coordinator` (default heartbeat settings, warnings only, its journal in this cluster's
     /// directory at sync level `fsync`), with `extraArguments` added, and waits for its start line. With
     /// `http`, it also serves metrics and the dashboard on a free loopback port (``httpURL``).
-    func startCoordinator(fsync: String = "normal", http: Bool = false, extraArguments: [String] = []) throws {
-        try cluster.startCoordinator(["--fsync", fsync] + (http ? ["--http", "127.0.0.1:0"] : []) + coordinatorCurveArguments + extraArguments,
-                                     state: directory.appendingPathComponent("state-\(fsync)").path)
+    /// With `localWorkers` (count, slots) it runs that many workers inside its process (`--local-workers`).
+    func startCoordinator(fsync: String = "normal", http: Bool = false, localWorkers: (count: Int, slots: Int)? = nil,
+                          extraArguments: [String] = []) throws {
+        let arguments = ["--fsync", fsync] + (http ? ["--http", "127.0.0.1:0"] : []) + coordinatorCurveArguments + extraArguments
+        let state = directory.appendingPathComponent("state-\(fsync)").path
+        if let localWorkers {
+            try cluster.startOneProcess(workers: localWorkers.count, slots: localWorkers.slots, arguments: arguments + ["--state", state])
+        } else {
+            try cluster.startCoordinator(arguments, state: state)
+        }
         let line: String
         do {
             line = try cluster.coordinatorStartLine(within: LocalCluster.startupDeadline)
@@ -125,13 +137,19 @@ final class LocalCluster {
         for (name, arguments) in zip(names, curveArguments) {
             try cluster.startWorker(name, slots: slots, arguments: arguments)
         }
+        try waitForWorkers(client: client)
+    }
+
+    /// Waits until the coordinator lists every worker: the processes and those inside it.
+    func waitForWorkers(client: CoordinatorConnection) throws {
+        let expected = workers.count + cluster.localWorkers.count
         let deadline = Clock.nanoseconds() + UInt64(LocalCluster.startupDeadline * 1e9)
         while true {
             let listed = try client.request { $0.listWorkers = Opq_V1_ListWorkers() }.reply.workers.workers
-            if listed.count >= workers.count { return }
-            if let dead = workers.first(where: { !$0.isRunning }) { throw ClusterBenchError("opq-worker \(dead.name) exited at start\n\(dead.tail())") }
+            if listed.count >= expected { return }
+            if let dead = cluster.processes.first(where: { !$0.isRunning }) { throw ClusterBenchError("\(dead.name) exited at start\n\(dead.tail())") }
             guard Clock.nanoseconds() < deadline else {
-                throw ClusterBenchError("only \(listed.count) of \(workers.count) workers registered within \(LocalCluster.startupDeadline) s\n\(logs)")
+                throw ClusterBenchError("only \(listed.count) of \(expected) workers registered within \(LocalCluster.startupDeadline) s\n\(logs)")
             }
             usleep(5_000)
         }
@@ -150,11 +168,12 @@ final class LocalCluster {
     /// The worker named `name`.
     func worker(_ name: String) -> ChildProcess? { cluster.worker(name) }
 
-    /// CPU seconds all workers have used so far; nil when one cannot be read.
-    var workersCPUSeconds: Double? { sumOverWorkers(\.cpuSeconds) }
+    /// CPU seconds all workers have used so far; nil when one cannot be read, or when they run inside
+    /// the coordinator's process (its figure then includes theirs).
+    var workersCPUSeconds: Double? { isOneProcess ? nil : sumOverWorkers(\.cpuSeconds) }
 
-    /// Context switches all workers' threads have made so far; nil when one cannot be read.
-    var workersContextSwitches: Int? { sumOverWorkers(\.contextSwitches) }
+    /// Context switches all workers' threads have made so far; nil as for ``workersCPUSeconds``.
+    var workersContextSwitches: Int? { isOneProcess ? nil : sumOverWorkers(\.contextSwitches) }
 
     /// The sum of `reading` over every worker; nil when one cannot be read.
     private func sumOverWorkers<Value: AdditiveArithmetic>(_ reading: (ChildProcess) -> Value?) -> Value? {

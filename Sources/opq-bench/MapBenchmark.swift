@@ -69,10 +69,13 @@ enum MapBenchmark {
         var seconds: [Double] = []
         /// CPU seconds (user + system) of each round: the command and every process it waited for.
         var cpuSeconds: [Double] = []
+        /// Context switches (voluntary + involuntary) of each round: the command and every process it waited for.
+        var contextSwitches: [Double] = []
         var installed = true
 
         var medianSeconds: Double? { MapBenchmark.median(seconds) }
         var medianCPUSeconds: Double? { MapBenchmark.median(cpuSeconds) }
+        var medianContextSwitches: Double? { MapBenchmark.median(contextSwitches) }
     }
 
     /// The median of `values`; nil when empty.
@@ -142,13 +145,19 @@ enum MapBenchmark {
             print("opq-bench map: \(argv[0]) is not installed; skipped (apt-get install \(argv[0]))", to: &standardError)
         }
         for round in 1...options.rounds {
-            for (k, argv) in argvs.enumerated() where tools[k].installed {
+            // Every other round in reverse order: no tool always runs right after the same other (GNU
+            // parallel's heavy rounds warm or load the machine for whichever comes next).
+            let order = round % 2 == 1 ? Array(argvs.indices) : argvs.indices.reversed()
+            for k in order where tools[k].installed {
+                let argv = argvs[k]
                 do {
                     let measured = try TimedCommand.measure(argv, input: input)
                     tools[k].seconds.append(measured.seconds)
                     tools[k].cpuSeconds.append(measured.cpuSeconds)
+                    tools[k].contextSwitches.append(Double(measured.contextSwitches))
                     print("[round \(round)] \(tools[k].name): \(Format.fixed(measured.seconds, 2)) s, "
-                          + "\(Format.fixed(measured.cpuSeconds, 2)) s CPU", to: &standardError)
+                          + "\(Format.fixed(measured.cpuSeconds, 2)) s CPU, \(measured.contextSwitches) context switches",
+                          to: &standardError)
                 } catch {
                     print("opq-bench map: \(tools[k].command) failed: \(error)", to: &standardError)
                     return 1
@@ -192,17 +201,18 @@ enum MapBenchmark {
 
     private static func text(_ report: Report) -> String {
         var table = TextTable([.init("tool", right: false), .init("command", right: false), .init("median"),
-                                   .init("lines/s"), .init("opq ×"), .init("CPU"), .init("CPU/line")])
+                                   .init("lines/s"), .init("opq ×"), .init("CPU"), .init("CPU/line"), .init("switches/line")])
         let opqTime = report.tools.first?.medianSeconds
         for tool in report.tools {
             guard let median = tool.medianSeconds, let cpu = tool.medianCPUSeconds else {
-                table.append([tool.name, tool.command, "not installed", "", "", "", ""])
+                table.append([tool.name, tool.command, "not installed", "", "", "", "", ""])
                 continue
             }
             let ratio = opqTime.map { Format.fixed(median / $0, 2) } ?? ""
             table.append([tool.name, tool.command, Format.seconds(median), Format.rate(Double(report.lines) / median),
                           tool.name == "opq map" ? "" : ratio, Format.seconds(cpu),
-                          "\(Int((cpu / Double(report.lines) * 1e6).rounded())) µs"])
+                          "\(Int((cpu / Double(report.lines) * 1e6).rounded())) µs",
+                          tool.medianContextSwitches.map { Format.fixed($0 / Double(report.lines), 1) } ?? ""])
         }
         var lines = [
             "opq-bench map: \(report.lines) lines, \(report.slots) at a time, median of \(report.rounds) round(s), whole commands (start-up included)",
@@ -256,9 +266,10 @@ enum TimedCommand {
 
     /// Standard output goes to `outputPath` (truncated first), else to /dev/null; `environment` is added
     /// to this process's. Returns the wall seconds and the CPU seconds (user + system) of the command and of
-    /// every process it waited for (`RUSAGE_CHILDREN` before and after: runs must not overlap).
-    static func measure(_ argv: [String], input: String, outputPath: String? = nil,
-                        environment: [String: String] = [:]) throws -> (seconds: Double, cpuSeconds: Double) {
+    /// every process it waited for, and their context switches (`RUSAGE_CHILDREN` before and after: runs must
+    /// not overlap).
+    static func measure(_ argv: [String], input: String, outputPath: String? = nil, environment: [String: String] = [:])
+        throws -> (seconds: Double, cpuSeconds: Double, contextSwitches: Int) {
         guard let executable = find(argv[0]) else { throw ClusterBenchError("\(argv[0]) not found") }
         let errors = FileManager.default.temporaryDirectory.appendingPathComponent("opq-bench-map-\(getpid()).err").path
         defer { try? FileManager.default.removeItem(atPath: errors) }
@@ -268,7 +279,7 @@ enum TimedCommand {
         defer { close(output); close(errorLog) }
         guard errorLog >= 0 else { throw ClusterBenchError("cannot open \(errors): \(String(cString: strerror(errno)))") }
         let arguments = [executable] + argv.dropFirst()
-        let cpuBefore = childrenCPUSeconds()
+        let before = childrenUsage()
         let started = Clock.nanoseconds()
         let child: ChildProcess
         do {
@@ -279,19 +290,20 @@ enum TimedCommand {
         }
         let status = child.waitForExit()
         let seconds = Clock.seconds(Clock.nanoseconds() - started)
-        let cpuSeconds = childrenCPUSeconds() - cpuBefore
+        let after = childrenUsage()
         guard status == 0 else {
             let tail = ((try? String(contentsOfFile: errors, encoding: .utf8)) ?? "").split(separator: "\n").suffix(10).joined(separator: "\n")
             throw ClusterBenchError("\(arguments.joined(separator: " ")) ended with wait status \(status):\n\(tail)")
         }
-        return (seconds, cpuSeconds)
+        return (seconds, after.cpuSeconds - before.cpuSeconds, after.contextSwitches - before.contextSwitches)
     }
 
-    /// User + system seconds of this process's children that have been waited for.
-    private static func childrenCPUSeconds() -> Double {
+    /// User + system seconds and context switches (voluntary + involuntary) of this process's children that
+    /// have been waited for.
+    private static func childrenUsage() -> (cpuSeconds: Double, contextSwitches: Int) {
         var usage = rusage()
         getrusage(RUSAGE_CHILDREN.rawValue, &usage)
         func seconds(_ time: timeval) -> Double { Double(time.tv_sec) + Double(time.tv_usec) / 1e6 }
-        return seconds(usage.ru_utime) + seconds(usage.ru_stime)
+        return (seconds(usage.ru_utime) + seconds(usage.ru_stime), usage.ru_nvcsw + usage.ru_nivcsw)
     }
 }

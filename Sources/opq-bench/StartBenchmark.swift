@@ -96,6 +96,7 @@ enum StartBenchmark {
             Command(name: "opq status", argv: [binaries.directory + "/opq", "status", "--coordinator", endpoint]),
         ]
         if let compared = options.compareDirectory {
+            commands.append(Command(name: "opq --version (compared)", argv: [compared + "/opq", "--version"]))
             commands.append(Command(name: "opq status (compared)", argv: [compared + "/opq", "status", "--coordinator", endpoint]))
         }
         var report = Report(rounds: options.rounds, loadAtStart: ClusterReport.loadAverage(), commands: [])

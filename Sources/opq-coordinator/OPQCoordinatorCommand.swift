@@ -64,6 +64,16 @@ struct OPQCoordinatorCommand: ParsableCommand {
             directories: a worker whose key was removed is disconnected and its operations requeued. The \
             secret key may come from $OPQ_CURVE_SECRET_KEY (the key itself) instead of a file.
 
+            One-process cluster (what 'opq run' and 'opq map --local' start): --local-workers N also runs N workers \
+            named local-1 … local-N inside this process, each with --local-slots slots, the built-in handlers, \
+            this --kill-grace and its own lease watchdog; they talk to the coordinator over inproc:// (no \
+            socket between processes on the dispatch path, about half the round trip). Other workers may still \
+            connect to the workers endpoint. Logs of the local workers go to the same standard error. SIGINT or \
+            SIGTERM stops the local workers first (no new work; running commands get --kill-grace seconds to \
+            finish, then are stopped and handed back; they report and say goodbye), then the coordinator; a \
+            second signal hands back at once. Not with --curve-key (workers inside the process have no key).
+              opq-coordinator --ipc "$XDG_RUNTIME_DIR/opq" --local-workers 2 --local-slots 4
+
             Metrics and dashboard: --http 127.0.0.1:7132 serves Prometheus metrics at /metrics, a live \
             dashboard at / and JSON at /api/... (docs/dashboard.md). Loopback only, unless CURVE protects the \
             endpoints (--curve-key) AND a token is set (--http-token FILE, mode 0600, or $OPQ_HTTP_TOKEN); with a \
@@ -114,6 +124,15 @@ struct OPQCoordinatorCommand: ParsableCommand {
 
     @Option(help: ArgumentHelp("Megabytes the output spool keeps over all operations; the oldest finished operations' output goes first.", valueName: "MB"))
     var outputSpoolBudget = 8_192
+
+    @Option(help: ArgumentHelp("Also run N workers (local-1 … local-N) inside this process, over inproc:// (0 to \(Self.maxLocalWorkers)). Default: 0.", valueName: "n"))
+    var localWorkers = 0
+
+    @Option(help: ArgumentHelp("Slots of each local worker (1 to \(Limits.maxSlots)). Default: the machine's CPUs.", valueName: "n"))
+    var localSlots: Int?
+
+    /// The most `--local-workers`: each is a thread, a socket and a watchdog process.
+    static let maxLocalWorkers = 256
 
     @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.")
     var logLevel: String = "info"
@@ -169,6 +188,22 @@ struct OPQCoordinatorCommand: ParsableCommand {
             Limits.reservationLeaseProblem(reservationLease, name: "--reservation-lease"),
         ]
         if let problem = problems.compactMap({ $0 }).first { throw ValidationError(problem) }
+        if let problem = Limits.countProblem(localWorkers, name: "--local-workers", range: 0...Self.maxLocalWorkers)
+            ?? localSlots.flatMap({ Limits.countProblem($0, name: "--local-slots", range: 1...Limits.maxSlots) }) {
+            throw ValidationError(problem)
+        }
+        if localSlots != nil, localWorkers == 0 { throw ValidationError("--local-slots is for --local-workers N: give that too") }
+        if localWorkers > 0, curveIsOn {
+            throw ValidationError("""
+                --local-workers runs workers inside this process, which CURVE cannot authenticate (they have no key): \
+                leave out --curve-key, or start opq-worker processes with keys of their own
+                """)
+        }
+        for (flag, endpoint) in [("--workers-endpoint", workersEndpoint), ("--clients-endpoint", clientsEndpoint)] {
+            // Other mistakes in an endpoint are the coordinator's to report (exit status 2, as always).
+            guard let endpoint, (try? Endpoint(parsing: endpoint))?.isInProcess == true else { continue }
+            do { _ = try Endpoint(parsingBetweenProcesses: endpoint) } catch { throw ValidationError("\(flag): \(error)") }
+        }
         if ipc != nil, workersEndpoint != nil || clientsEndpoint != nil {
             throw ValidationError("--ipc sets both endpoints: give it without --workers-endpoint and --clients-endpoint")
         }
@@ -207,11 +242,21 @@ struct OPQCoordinatorCommand: ParsableCommand {
         configuration.reservationLease = reservationLease
         configuration.outputSpoolCap = max(0, outputSpoolCap) << 20
         configuration.outputSpoolBudget = max(0, outputSpoolBudget) << 20
+        if localWorkers > 0 { configuration.inProcessWorkersEndpoint = LocalWorkers.endpoint }
         let coordinator: Coordinator
         do {
             if let ipc { try configuration.usePrivateIPC(in: ipc) }
             configuration.curve = try curveSettings()
             coordinator = try Coordinator(configuration: configuration, logger: Logger(label: "opq.coordinator"))
+        } catch {
+            FileHandle.standardError.write(Data("opq-coordinator: \(error)\n".utf8))
+            throw ExitCode(2)
+        }
+        let local: LocalWorkers?
+        do {
+            local = localWorkers == 0 ? nil : try LocalWorkers(
+                count: localWorkers, slots: localSlots ?? ProcessInfo.processInfo.activeProcessorCount, killGrace: killGrace,
+                heartbeat: heartbeat, coordinator: coordinator, logger: Logger(label: "opq.worker"))
         } catch {
             FileHandle.standardError.write(Data("opq-coordinator: \(error)\n".utf8))
             throw ExitCode(2)
@@ -236,9 +281,17 @@ struct OPQCoordinatorCommand: ParsableCommand {
         let httpField = dashboard.map { " http=\($0.url)" } ?? ""
         FileHandle.standardOutput.write(Data("opq-coordinator workers=\(coordinator.workersEndpoint) clients=\(coordinator.clientsEndpoint)\(httpField)\n".utf8))
         FileHandle.standardOutput.synchronizeFile()
-        let signals = SignalTrap.handle([SIGINT, SIGTERM]) { _ in coordinator.stop() }
+        // Local workers stop first (they report and say goodbye), then the coordinator.
+        let signals = SignalTrap.handle([SIGINT, SIGTERM]) { signal in
+            if let local { local.stop(reason: SignalTrap.name(of: signal)) } else { coordinator.stop() }
+        }
+        local?.start()
         try coordinator.run()
         dashboard?.task.cancel()
         withExtendedLifetime((signals, reload)) {}
+        if let failure = local?.failure {
+            FileHandle.standardError.write(Data("opq-coordinator: \(failure)\n".utf8))
+            throw ExitCode(2)
+        }
     }
 }

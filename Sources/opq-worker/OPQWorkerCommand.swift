@@ -113,7 +113,7 @@ struct OPQWorkerCommand: ParsableCommand {
         ]
         if let problem = problems.compactMap({ $0 }).first { throw ValidationError(problem) }
         do {
-            _ = try Endpoint(parsing: coordinator)  // one address, as the coordinator binds it
+            _ = try Endpoint(parsingBetweenProcesses: coordinator)  // one address, as the coordinator binds it
         } catch {
             throw ValidationError("--coordinator: \(error)")
         }

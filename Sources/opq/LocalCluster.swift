@@ -3,23 +3,28 @@ import OPQClient
 import OPQRuntime
 
 /// The embedded one-machine cluster of `opq run` and `opq map --local`: the runtime's launcher
-/// (``OPQRuntime/LocalCluster``) with a private `opq-coordinator` and N `opq-worker`s on `ipc://`
-/// endpoints in a fresh temporary directory, which `stop` removes.
+/// (``OPQRuntime/LocalCluster``) with ONE private `opq-coordinator` process running N workers on threads
+/// of its own (`--local-workers`: they talk to it over `inproc://`, the dispatch round trip never leaves
+/// the process), its clients endpoint on `ipc://` in a fresh temporary directory, which `stop` removes.
 typealias LocalCluster = OPQRuntime.LocalCluster
 
 extension LocalCluster {
     /// Seconds between SIGTERM and SIGKILL for cancelled commands in the embedded cluster.
     static let killGrace = 2
+    /// Seconds the coordinator may take to bind its endpoints (open its journal) at start.
+    static let startTimeout = 10.0
 
-    /// Starts the coordinator and `workerCount` workers (`local-1`, …) of `slots` slots each, found next
-    /// to `opq` or on PATH. Every process gets SIGKILL if `opq` dies (started from its main thread).
+    /// Starts the coordinator with `workerCount` workers (`local-1`, …) of `slots` slots each inside its
+    /// process, found next to `opq` or on PATH. It gets SIGKILL if `opq` dies (started from its main
+    /// thread); the workers' lease watchdogs then kill their commands.
     static func embedded(workers workerCount: Int, slots: Int) throws -> LocalCluster {
         let cluster = try LocalCluster(binaries: try BinaryDirectory.locate(), prefix: "opq-run", deathSignal: SIGKILL)
         do {
-            try cluster.startCoordinator(["--kill-grace", String(killGrace)])
-            for k in 1...max(1, workerCount) {
-                try cluster.startWorker("local-\(k)", slots: slots, arguments: ["--kill-grace", String(killGrace)])
-            }
+            try cluster.startOneProcess(workers: max(1, workerCount), slots: slots, arguments: ["--kill-grace", String(killGrace)])
+            // Its start line comes once both endpoints are bound. Connecting before that meets no ipc://
+            // socket file, and libzmq tries again only after its reconnect interval (≈ 100–200 ms, idle
+            // time at the start of every `opq run` and `opq map --local`).
+            _ = try cluster.coordinatorStartLine(within: startTimeout)
         } catch {
             cluster.stop()
             throw error
@@ -37,7 +42,7 @@ extension LocalCluster {
             throw fail(.unreachable, "cannot start the local cluster: \(error)")
         }
         do {
-            return (cluster, try Connection.open(cluster.clientsEndpoint, probeTimeout: 10, security: ConnectionSecurity.none))
+            return (cluster, try Connection.open(cluster.clientsEndpoint, probeTimeout: startTimeout, security: ConnectionSecurity.none))
         } catch {
             if let exited = cluster.exitedProcess { printError("\(exited.name) exited:\n\(exited.logTail())") }
             cluster.stop()

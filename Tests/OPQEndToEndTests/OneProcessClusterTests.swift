@@ -1,0 +1,151 @@
+import Foundation
+@_spi(Wire) import OPQClient
+import OPQCore
+import OPQWire
+import Testing
+
+/// `opq-coordinator --local-workers N`: the one-process cluster behind `opq run` and `opq map --local`
+/// (workers on threads of the coordinator's process, over `inproc://`), with real commands.
+@Suite(.serialized) struct OneProcessClusterTests {
+    /// A coordinator with `workers` local workers of `slots` slots each, `arguments` added.
+    static func start(workers: Int, slots: Int, _ arguments: [String] = []) throws -> TestCluster {
+        let cluster = try TestCluster()
+        do {
+            try cluster.startCoordinator(["--local-workers", String(workers), "--local-slots", String(slots)] + arguments)
+        } catch {
+            cluster.stop()
+            throw error
+        }
+        return cluster
+    }
+
+    /// The names of the workers the coordinator lists, once `count` are there (bounded wait).
+    static func workerNames(_ client: CoordinatorConnection, count: Int, cluster: TestCluster) throws -> [String] {
+        let deadline = Date().addingTimeInterval(30)
+        while true {
+            let names = try client.request { $0.listWorkers = Opq_V1_ListWorkers() }.reply.workers.workers.map(\.name)
+            if names.count >= count || Date() > deadline { return names.sorted() }
+            _ = cluster.coordinator?.waitForExit(within: 0.02)  // a bounded pause that also notices a crash
+        }
+    }
+
+    @Test func itsLocalWorkersRunCommandsWithOutputFailureCancelAndAChain() throws {
+        let cluster = try Self.start(workers: 2, slots: 2, ["--kill-grace", "1"])
+        defer { cluster.stop() }
+        let client = try CoordinatorConnection(endpoint: cluster.clientsEndpoint)
+        #expect(try Self.workerNames(client, count: 2, cluster: cluster) == ["local-1", "local-2"], "\(cluster.logs)")
+        let coordinator = try RemoteCoordinator(endpoint: cluster.clientsEndpoint, timeout: 20)
+        defer { coordinator.close() }
+        let queue = RemoteOperationQueue(name: "work", coordinator: coordinator)
+        let file = cluster.path("chain")
+        let started = try Signal(cluster.path("started"))
+        let greeting = RemoteOperation(command: ["/bin/sh", "-c", "echo out; echo err >&2"])
+        let failing = RemoteOperation(command: ["/bin/sh", "-c", "exit 3"])
+        let blocked = RemoteOperation(command: ["/bin/sh", "-c", "echo up > \"$0\"; exec sleep 60", started.path])
+        let links = (1...3).map { RemoteOperation(command: Script.append("link\($0)", to: file)) }
+        try links[1].addDependency(links[0])
+        try links[2].addDependency(links[1])
+        try queue.addOperations([greeting, failing, blocked] + links, waitUntilFinished: false)
+        #expect(started.wait(within: 30) == "up", "the blocked command did not start\n\(cluster.logs)")
+        blocked.cancel()
+        for operation in [greeting, failing, blocked] + links {
+            #expect(operation.waitUntilFinished(timeout: 60), "\(operation) did not finish\n\(cluster.logs)")
+        }
+
+        #expect(greeting.outcome == .succeeded && ["local-1", "local-2"].contains(greeting.worker ?? ""))
+        let output = try greeting.output()
+        #expect(output.standardOutputText == "out\n" && output.standardErrorText == "err\n")
+        #expect(failing.outcome == .failed && failing.exitStatus == 3)
+        #expect(blocked.outcome == .cancelled)
+        #expect(links.allSatisfy { $0.outcome == .succeeded })
+        #expect(Evidence.lines(file) == ["link1", "link2", "link3"], "the chain ran in dependency order")
+        #expect(cluster.coordinator?.isRunning == true, "\(cluster.logs)")
+    }
+
+    @Test func sigtermStopsTheWorkersThenTheCoordinatorAndNoCommandOutlivesIt() throws {
+        let cluster = try Self.start(workers: 2, slots: 1, ["--kill-grace", "1"])
+        defer { cluster.stop() }
+        let client = try CoordinatorConnection(endpoint: cluster.clientsEndpoint)
+        #expect(try Self.workerNames(client, count: 2, cluster: cluster).count == 2, "\(cluster.logs)")
+        // Two commands that ignore nothing and leave a grandchild in their process group.
+        var groups: [Int32] = []
+        var specs: [OperationSpec] = []
+        var signals: [Signal] = []
+        for k in 1...2 {
+            let signal = try Signal(cluster.path("up-\(k)"))
+            signals.append(signal)
+            specs.append(OperationSpec(name: "long-\(k)", work: .command(Command([
+                "/bin/sh", "-c", "sleep 60 & echo $$ > \"$0\"; wait", signal.path]))))
+        }
+        _ = try client.submit(Submission(specs))
+        for signal in signals {
+            let line = signal.wait(within: 30)
+            #expect(line != nil, "a command did not start\n\(cluster.logs)")
+            if let line, let group = Int32(line) { groups.append(group) }
+        }
+        #expect(groups.count == 2)
+        #expect(groups.allSatisfy { kill(-$0, 0) == 0 }, "the commands' process groups run")
+
+        cluster.coordinator?.signal(SIGTERM)
+        let status = cluster.coordinator?.waitForExit(within: 30)
+        #expect(status == 0, "opq-coordinator did not exit cleanly on SIGTERM (status \(String(describing: status)))\n\(cluster.logs)")
+        for group in groups {
+            let deadline = Date().addingTimeInterval(10)
+            while kill(-group, 0) == 0, Date() < deadline { _ = cluster.coordinator?.waitForExit(within: 0.02) }
+            #expect(kill(-group, 0) != 0 && errno == ESRCH, "process group \(group) outlived the cluster")
+        }
+        let log = cluster.coordinator?.output ?? ""
+        #expect(log.contains("said goodbye"), "the local workers said goodbye before the coordinator ended\n\(log)")
+    }
+
+    @Test func aSecondSignalHandsTheRunningCommandsBackAtOnce() throws {
+        // A kill grace far longer than the test's deadline: only the second signal can end the drain in time.
+        let cluster = try Self.start(workers: 1, slots: 1, ["--kill-grace", "120"])
+        defer { cluster.stop() }
+        let client = try CoordinatorConnection(endpoint: cluster.clientsEndpoint)
+        #expect(try Self.workerNames(client, count: 1, cluster: cluster) == ["local-1"], "\(cluster.logs)")
+        let up = try Signal(cluster.path("up"))
+        _ = try client.submit(Submission([OperationSpec(name: "long", work: .command(Command([
+            "/bin/sh", "-c", "echo $$ > \"$0\"; exec sleep 600", up.path])))]))
+        let group = up.wait(within: 30).flatMap { Int32($0) }
+        #expect(group != nil, "the command did not start\n\(cluster.logs)")
+
+        cluster.coordinator?.signal(SIGTERM)
+        #expect(cluster.coordinator?.waitForOutput("taking no new work", within: 30) == true, "\(cluster.logs)")
+        cluster.coordinator?.signal(SIGINT)
+        let status = cluster.coordinator?.waitForExit(within: 30)
+        #expect(status == 0, "opq-coordinator did not exit after the second signal (status \(String(describing: status)))\n\(cluster.logs)")
+        if let group {
+            #expect(kill(-group, 0) != 0 && errno == ESRCH, "the command's process group outlived the cluster")
+        }
+        #expect(cluster.coordinator?.output.contains("handing them back") == true, "\(cluster.logs)")
+    }
+
+    /// `inproc://` reaches only threads of one process: given by a user it would connect to nothing.
+    @Test(arguments: [
+        ["opq-coordinator", "--workers-endpoint", "inproc://mine"], ["opq-coordinator", "--clients-endpoint", "inproc://mine"],
+        ["opq-worker", "--coordinator", "inproc://mine"],
+    ])
+    func anInprocEndpointGivenByAUserIsRefusedWithAClearError(_ command: [String]) throws {
+        let cluster = try TestCluster()
+        defer { cluster.stop() }
+        let run = try ChildProcess(command[0], Array(command.dropFirst()), name: "refused", logDirectory: cluster.directory)
+        #expect(run.finish(within: 30) == 64)
+        #expect(run.output.contains("inproc://"), "\(run.output)")
+        #expect(run.output.contains("only reachable inside one process"), "\(run.output)")
+    }
+
+    @Test func localWorkersAreRefusedWithCurveKeys() throws {
+        let cluster = try TestCluster()
+        defer { cluster.stop() }
+        let keys = cluster.path("keys")
+        try FileManager.default.createDirectory(atPath: keys, withIntermediateDirectories: true)
+        let run = try ChildProcess("opq-coordinator", [
+            "--local-workers", "1", "--curve-key", keys + "/missing.secret", "--authorized-workers", keys,
+            "--authorized-clients", keys, "--state", cluster.path("state"),
+        ], name: "refused", logDirectory: cluster.directory)
+        #expect(run.finish(within: 30) == 64)
+        #expect(run.output.contains("--local-workers"), "\(run.output)")
+        #expect(run.output.contains("CURVE"), "\(run.output)")
+    }
+}
