@@ -38,6 +38,8 @@ public final class CoordinatorClient {
     /// The longest a single Wait request asks the coordinator to hold (``wait(for:timeout:interruption:)``):
     /// the bound on how long a wait goes on talking to a coordinator that restarted, plus 10 s.
     public var waitSliceSeconds: Double = 30
+    /// How long ``ping(timeout:)`` waits for an answer before it asks again.
+    public var pingResendSeconds: Double = 1
 
     /// Connects (lazily: ZeroMQ connects in the background; the first request waits for it). Call
     /// ``ping(timeout:)`` to learn at once whether a coordinator answers.
@@ -61,10 +63,28 @@ public final class CoordinatorClient {
     }
 
     /// One cheap round trip: returns when the coordinator answered.
+    ///
+    /// Asked again every ``pingResendSeconds`` without an answer (any answer will do; later ones are
+    /// dropped): a request that reached a coordinator just before it died is lost with its connection,
+    /// and the one restarted on the endpoint must still be found within `timeout`.
     /// - Throws: ``ClientError/timeout(endpoint:seconds:)`` (or ``ClientError/keyNotAccepted(endpoint:seconds:reason:)``)
     ///   when none did within `timeout` seconds.
     public func ping(timeout: Double = 10) throws(ClientError) {
-        try connection.request(timeout: timeout) { $0.listQueues = Opq_V1_ListQueues() }
+        let deadline = ContinuousClock.now + .milliseconds(Int(timeout * 1000))
+        var sent: [UInt64] = []
+        var answered: UInt64?
+        defer { connection.abandon(sent.filter { $0 != answered }) }
+        while true {
+            sent.append(try connection.send(until: deadline, { $0.listQueues = Opq_V1_ListQueues() }, timeout: timeout))
+            let again = min(deadline, ContinuousClock.now + .milliseconds(Int(pingResendSeconds * 1000)))
+            switch try connection.awaitReply(anyOf: sent, until: again, wake: nil) {
+            case .reply(let reply, _):
+                answered = reply.requestID
+                return
+            case .timedOut, .woken:
+                if ContinuousClock.now >= deadline { throw connection.noAnswer(timeout) }
+            }
+        }
     }
 
     // MARK: Submitting and changing

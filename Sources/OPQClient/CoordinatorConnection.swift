@@ -79,6 +79,8 @@ public final class CoordinatorConnection {
     private var nextRequestID: UInt64 = 1
     private var inbox: [Opq_V1_CoordinatorToClient] = []
     private var inboxRaw: [[[UInt8]]] = []
+    /// Requests whose replies nobody awaits any more (``abandon(_:)``): dropped when they come.
+    private var abandoned: Set<UInt64> = []
     /// How the connection is secured.
     public let security: ConnectionSecurity
 
@@ -195,8 +197,13 @@ public final class CoordinatorConnection {
     /// descriptor) is readable; stream messages that come first are kept for ``nextStreamMessage(timeout:)``.
     /// - Throws: `ClientError.refused` when the reply is a refusal; a transport error.
     func awaitReply(_ id: UInt64, until deadline: ContinuousClock.Instant?, wake: Int32?) throws(ClientError) -> Awaited {
+        try awaitReply(anyOf: [id], until: deadline, wake: wake)
+    }
+
+    /// Waits for the reply to any of the requests `ids`, as ``awaitReply(_:until:wake:)``.
+    func awaitReply(anyOf ids: [UInt64], until deadline: ContinuousClock.Instant?, wake: Int32?) throws(ClientError) -> Awaited {
         // Kept while an earlier request of several sent at once was awaited (``CoordinatorClient/jobsAndQueues(firstReplyTimeout:timeout:)``).
-        if let k = inbox.firstIndex(where: { if case .reply(let reply) = $0.body { reply.requestID == id } else { false } }) {
+        if let k = inbox.firstIndex(where: { if case .reply(let reply) = $0.body { ids.contains(reply.requestID) } else { false } }) {
             let message = inbox.remove(at: k)
             let raw = inboxRaw.remove(at: k)
             guard case .reply(let reply) = message.body else { preconditionFailure("inbox entry \(k) is no longer a reply") }
@@ -206,10 +213,11 @@ public final class CoordinatorConnection {
         while true {
             switch try receive(until: deadline, wake: wake) {
             case .message(let message, let raw):
-                if case .reply(let reply) = message.body, reply.requestID == id || reply.requestID == 0 {
+                if case .reply(let reply) = message.body, ids.contains(reply.requestID) || reply.requestID == 0 {
                     if case .error(let error) = reply.result { throw .refused(Refusal(error)) }
                     return .reply(reply, raw: raw)
                 }
+                if case .reply(let reply) = message.body, abandoned.remove(reply.requestID) != nil { continue }
                 inbox.append(message)
                 inboxRaw.append(raw)
             case .timedOut: return .timedOut
@@ -233,7 +241,25 @@ public final class CoordinatorConnection {
         if !inbox.isEmpty {
             return .message(inbox.removeFirst(), raw: inboxRaw.removeFirst())
         }
-        return try receive(until: deadline, wake: wake)
+        while true {
+            let received = try receive(until: deadline, wake: wake)
+            if case .message(let message, _) = received, case .reply(let reply) = message.body,
+               abandoned.remove(reply.requestID) != nil { continue }
+            return received
+        }
+    }
+
+    /// Says nobody awaits the replies to `ids` any more (one came, or the caller gave up): those
+    /// still to come are dropped, those already kept are removed.
+    func abandon(_ ids: [UInt64]) {
+        for id in ids {
+            if let k = inbox.firstIndex(where: { if case .reply(let reply) = $0.body { reply.requestID == id } else { false } }) {
+                inbox.remove(at: k)
+                inboxRaw.remove(at: k)
+            } else {
+                abandoned.insert(id)
+            }
+        }
     }
 
     /// The error for a request that got no answer within `timeout` seconds: over CURVE, a failed

@@ -69,6 +69,36 @@ import ZeroMQ
         #expect(outcome.value == .finished)
     }
 
+    /// A ping that reached a coordinator just before it died is lost with its connection: the client asks
+    /// again, and the coordinator started anew on the endpoint answers within the ping's timeout (CI saw
+    /// `opq wait` give up after its 5 s probe when the coordinator restarted during it).
+    @Test func aPingLostWithADyingCoordinatorIsAskedAgainAndAnsweredByTheNextOne() throws {
+        let scripted = try ScriptedRouter()
+        defer { scripted.close() }
+        let client = Shared(try CoordinatorClient(endpoint: scripted.endpoint))
+        let failure = Shared<String?>(nil)
+        let progress = Counter()
+        Thread {
+            do { try client.value.ping(timeout: 20) } catch { failure.value = "\(error)" }
+            progress.bump("returned")
+        }.start()
+        _ = try #require(try receive(scripted.router, within: 20), "no ping came")
+        // The coordinator dies without answering; another binds the same endpoint.
+        scripted.router.close()
+        let context = try Context()
+        defer { context.close() }
+        let router = try context.socket(.router)
+        defer { router.close() }
+        try router.set(.linger, 0)
+        _ = try router.bind(scripted.endpoint)
+        let (identity, again) = try #require(try receive(router, within: 20), "the ping was not asked again")
+        #expect(again.listQueues == Opq_V1_ListQueues())
+        #expect(progress["returned"] == 0)
+        try send(router, identity, .reply(again.requestID) { $0.queues = Opq_V1_QueueList() })
+        #expect(progress.wait(within: 20) { $0["returned", default: 0] == 1 })
+        #expect(failure.value == nil)
+    }
+
     @Test func anInterruptionEndsAWaitAtOnceAndAFalseAlarmLetsItGoOn() throws {
         let scripted = try ScriptedRouter()
         defer { scripted.close() }
