@@ -37,9 +37,10 @@ import Testing
         return (actions, wake)
     }
 
-    /// Worker w1 (2 slots) runs job 1 (a, b, c); alice watches it with `delay`; the watch's start is sent.
-    static func watching(delay: Double) throws -> StateDriver {
-        var d = StateDriver(durable: false)
+    /// Worker w1 (2 slots) runs job 1 (a, b, c); alice (who may leave `backlog` messages unread) watches it
+    /// with `delay`; the watch's start is sent.
+    static func watching(delay: Double, backlog: Int = 10_000) throws -> StateDriver {
+        var d = StateDriver(durable: false, clientBacklogMessages: backlog)
         _ = try d.register("w1", slots: 2)
         _ = try d.submit(1, ["a", "b", "c"])
         _ = turn(&d, at: 100)
@@ -96,33 +97,20 @@ import Testing
         #expect(d.state.heldEventsDue == nil)
     }
 
-    @Test func withoutADelayEachTurnsEventsGoAtOnce() throws {
-        var d = try Self.watching(delay: 0)
+    /// Without a delay every turn's events go at once; with one, so do those after a quiet spell as long
+    /// as the delay.
+    @Test(arguments: [(0.0, 100.0011), (0.005, 100.007)])
+    func eventsGoAtOnceWithoutADelayOrAfterAQuietSpell(delay: Double, next: Double) throws {
+        var d = try Self.watching(delay: delay)
         _ = try d.started("w1", 1, sequence: 1)
         #expect(try Self.sent(Self.turn(&d, at: 100.001).actions).count == 1)
         _ = try d.started("w1", 2, sequence: 2)
-        #expect(try Self.sent(Self.turn(&d, at: 100.0011).actions).count == 1)
+        #expect(try Self.sent(Self.turn(&d, at: next).actions).count == 1)
         #expect(d.state.heldEventsDue == nil)
     }
 
-    @Test func aQuietSpellAsLongAsTheDelayLetsTheNextEventsGoAtOnce() throws {
-        var d = try Self.watching(delay: 0.005)
-        _ = try d.started("w1", 1, sequence: 1)
-        #expect(try Self.sent(Self.turn(&d, at: 100.001).actions).count == 1)
-        _ = try d.started("w1", 2, sequence: 2)
-        #expect(try Self.sent(Self.turn(&d, at: 100.007).actions).count == 1)
-    }
-
     @Test func heldEventsOfAFullClientAreSkippedAndTheNextMessageShowsTheGap() throws {
-        var d = StateDriver(durable: false, clientBacklogMessages: 1)
-        _ = try d.register("w1", slots: 2)
-        _ = try d.submit(1, ["a", "b", "c"])
-        _ = Self.turn(&d, at: 100)
-        _ = try d.client("alice", 2) {
-            $0.watch.job = 1
-            $0.watch.eventDelaySeconds = 0.005
-        }
-        _ = Self.turn(&d, at: 100)
+        var d = try Self.watching(delay: 0.005, backlog: 1)
         _ = try d.started("w1", 1, sequence: 1)
         let first = try Self.sent(Self.turn(&d, at: 100.001).actions)
         _ = try d.started("w1", 2, sequence: 2)
