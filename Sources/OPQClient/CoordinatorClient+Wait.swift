@@ -100,17 +100,22 @@ extension CoordinatorClient {
     /// Starts watching `scope` (ending the watch started before, if any). Read what follows with
     /// ``nextWatchUpdate(until:interruption:)``: a snapshot, then events — and with `includeOutput`, the
     /// running output of the watched operations as the workers stream it (``WatchUpdate/output(_:)``).
-    public func watch(_ scope: WatchScope, includeOutput: Bool = false) throws(ClientError) {
+    ///
+    /// - Parameter eventDelay: seconds the coordinator may hold events to send several together (at most
+    ///   one `events` update per `eventDelay` while events keep coming; the first after a quiet spell and
+    ///   a job's finish come at once). 0 = each as soon as it happens. For a client that shows or logs
+    ///   events rather than acts on each at once: it makes following a busy job much cheaper for both.
+    public func watch(_ scope: WatchScope, includeOutput: Bool = false, eventDelay: Double = 0) throws(ClientError) {
         if let old = currentWatch { try connection.request { $0.unwatch.watch = old.id } }
         currentWatch = nil
         lastSequence = nil
-        try startWatch(scope, includeOutput: includeOutput, resumeAfter: nil)
+        try startWatch(scope, includeOutput: includeOutput, eventDelay: eventDelay, resumeAfter: nil)
     }
 
     /// Sends the Watch request (resuming after `resumeAfter` on the same coordinator instance, when given)
     /// and makes it the current watch; returns whether the coordinator resumed it.
     @discardableResult
-    private func startWatch(_ scope: WatchScope, includeOutput: Bool, resumeAfter: UInt64?) throws(ClientError) -> Bool {
+    private func startWatch(_ scope: WatchScope, includeOutput: Bool, eventDelay: Double, resumeAfter: UInt64?) throws(ClientError) -> Bool {
         let (reply, _) = try connection.request {
             switch scope {
             case .job(let job): $0.watch.job = job.rawValue
@@ -118,12 +123,13 @@ extension CoordinatorClient {
             case .all: $0.watch.all = Opq_V1_All()
             }
             $0.watch.includeOutput = includeOutput
+            $0.watch.eventDelaySeconds = eventDelay
             if let resumeAfter, let instance = watchInstance {
                 $0.watch.resumeAfter = resumeAfter
                 $0.watch.instance = instance
             }
         }
-        currentWatch = (reply.requestID, scope, includeOutput)
+        currentWatch = (reply.requestID, scope, includeOutput, eventDelay)
         watchInstance = reply.watching.instance
         watchHeard = ContinuousClock.now
         return reply.watching.resumed
@@ -135,7 +141,7 @@ extension CoordinatorClient {
     /// throws ``ClientError/timeout(endpoint:seconds:)``.
     private func checkWatch() throws(ClientError) {
         guard let old = currentWatch else { return }
-        let resumed = try startWatch(old.scope, includeOutput: old.includeOutput, resumeAfter: lastSequence)
+        let resumed = try startWatch(old.scope, includeOutput: old.includeOutput, eventDelay: old.eventDelay, resumeAfter: lastSequence)
         if !resumed { lastSequence = nil }  // a snapshot follows
         _ = try? connection.request { $0.unwatch.watch = old.id }  // (a restarted coordinator never had it)
     }
@@ -168,7 +174,7 @@ extension CoordinatorClient {
                         isComplete: !snapshot.more))
                 case .events(let events) where events.watch == watch.id:
                     if let last = lastSequence, events.previous != last {
-                        try self.watch(watch.scope, includeOutput: watch.includeOutput)  // a gap: start again from a fresh snapshot
+                        try self.watch(watch.scope, includeOutput: watch.includeOutput, eventDelay: watch.eventDelay)  // a gap: start again from a fresh snapshot
                         continue
                     }
                     lastSequence = events.items.last?.sequence ?? lastSequence

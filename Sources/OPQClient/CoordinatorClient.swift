@@ -24,7 +24,7 @@ public final class CoordinatorClient {
     /// The endpoint connected to.
     public var endpoint: String { connection.endpoint }
     /// The current watch: its request id and what it watches (``watch(_:)``).
-    var currentWatch: (id: UInt64, scope: WatchScope, includeOutput: Bool)?
+    var currentWatch: (id: UInt64, scope: WatchScope, includeOutput: Bool, eventDelay: Double)?
     /// The coordinator instance that accepted the current watch (it changes when the coordinator restarts).
     var watchInstance: String?
     /// When the current watch last heard from the coordinator (or was checked).

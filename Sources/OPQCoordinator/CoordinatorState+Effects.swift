@@ -58,27 +58,40 @@ extension CoordinatorState {
                 if queue == nil { queue = .some(operation.flatMap { core.queueName(of: $0) }) }
                 return queue!
             }
-            if covered { watchers.values[index].pending.append(event) }
+            if covered {
+                watchers.values[index].pending.append(event)
+                if case .jobFinished = event.kind { watchers.values[index].pendingJobFinished = true }
+            }
             watchers.values.formIndex(after: &index)
         }
     }
 
-    /// Takes the events queued for each watcher this turn, one `Events` message per watcher (framed).
+    /// Takes the events queued for each watcher, one `Events` message per watcher (framed), from those
+    /// whose events are due (``Watcher/sendDue``); the others keep theirs, and ``heldEventsDue`` says
+    /// when the first of them is.
     ///
     /// A full client skips these events: the next message it gets names them as `previous`, so it sees
     /// the gap and resumes (ClientOutbox's policy).
-    mutating func watcherEvents() -> [[[UInt8]]] {
+    mutating func watcherEvents(now: Double) -> [[[UInt8]]] {
         var messages: [[[UInt8]]] = []
+        heldEventsDue = nil
         var next = watchers.values.startIndex  // not `values.indices`: see route(_:job:operation:)
         while next != watchers.values.endIndex {
             let index = next
             watchers.values.formIndex(after: &next)
             guard let last = watchers.values[index].pending.last else { continue }
+            let due = watchers.values[index].sendDue
+            if due > now {
+                heldEventsDue = min(heldEventsDue ?? due, due)
+                continue
+            }
+            watchers.values[index].pendingJobFinished = false
             if clientBacklog.isFull(watchers.values[index].identity) {
                 watchers.values[index].previous = last.sequence
                 watchers.values[index].pending.removeAll()
                 continue
             }
+            watchers.values[index].lastSent = now
             var message = Opq_V1_CoordinatorToClient()
             message.events.watch = watchers.values[index].watch
             message.events.previous = watchers.values[index].previous

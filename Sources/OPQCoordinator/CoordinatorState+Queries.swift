@@ -80,6 +80,7 @@ extension CoordinatorState {
         absorbEffects()  // the snapshot must reflect exactly the events numbered so far
         var watcher = Watcher(identity: identity, watch: requestID, scope: scope, previous: events.lastSequence)
         watcher.includesOutput = watch.includeOutput
+        watcher.eventDelay = min(watch.eventDelaySeconds, Watcher.maxEventDelay)
         let sameInstance = !watch.hasInstance || watch.instance == instanceID
         if watch.hasResumeAfter, sameInstance, let replay = events.events(after: watch.resumeAfter) {
             queueToClient(.reply(requestID) {

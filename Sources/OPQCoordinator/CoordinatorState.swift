@@ -76,6 +76,8 @@ struct CoordinatorState {
     var clientOutbox: [[[UInt8]]] = []
     /// True when something finished this turn (waiters need a look).
     var somethingFinished = false
+    /// When the first watch events held back (``Watcher/eventDelay``) are due; nil = none held.
+    var heldEventsDue: Double?
     /// The stimulus being handled; the events it causes carry it (``begin(_:)``).
     var cause = Cause.start
     /// The id of the latest stimulus.
@@ -138,7 +140,7 @@ struct CoordinatorState {
         workerOutbox.removeAll(keepingCapacity: true)
         for (id, items) in orders.sorted(by: { $0.key.name < $1.key.name }) where !items.isEmpty { out.append(.orders(id, items)) }
         orders.removeAll(keepingCapacity: true)
-        for frames in watcherEvents() { out.append(.notice(frames)) }
+        for frames in watcherEvents(now: now) { out.append(.notice(frames)) }
         if somethingFinished {
             somethingFinished = false
             for frames in satisfiedWaits() { out.append(.notice(frames)) }
@@ -153,7 +155,8 @@ struct CoordinatorState {
     var hasTurnWork: Bool { !core.effects.isEmpty || !workerOutbox.isEmpty || !clientOutbox.isEmpty || !actions.isEmpty }
 
     /// When the loop must wake at the latest: the core's next deadline, a heartbeat due, a wait's
-    /// timeout, the end of the recovery grace period, a retry of the client backlog, a lease running out.
+    /// timeout, the end of the recovery grace period, a retry of the client backlog, a lease running out,
+    /// watch events held back.
     func nextWakeUp(now: Double) -> Double {
         var deadline = now + configuration.heartbeatInterval
         if let next = core.nextDeadline { deadline = min(deadline, next) }
@@ -162,6 +165,7 @@ struct CoordinatorState {
         if let recovery = recoveryDeadline { deadline = min(deadline, recovery) }
         deadline = min(deadline, leases.nextCheck)
         if !clientBacklog.isEmpty { deadline = min(deadline, now + Self.backlogRetryInterval) }
+        if let held = heldEventsDue { deadline = min(deadline, held) }
         return deadline
     }
 

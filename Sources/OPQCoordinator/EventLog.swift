@@ -148,6 +148,23 @@ struct Watcher {
     var pending: [LoggedEvent] = []
     /// Whether the client asked for the running output of the operations it watches (``OutputPush``).
     var includesOutput = false
+    /// How long events may wait to go out together (`Watch.event_delay_seconds`, at most ``maxEventDelay``;
+    /// 0 = each turn's at once): an Events message goes no sooner than this after the one before.
+    var eventDelay = 0.0
+    /// When the last Events message went out (the loop's clock; nil = none yet).
+    var lastSent: Double?
+    /// A JobFinished waits in ``pending``: it goes at once, with everything before it.
+    var pendingJobFinished = false
+
+    /// The longest a client may ask its events to be held (`Watch.event_delay_seconds`).
+    static let maxEventDelay = 1.0
+
+    /// When ``pending`` may go out: at once (`now` or before) unless an Events message went out less than
+    /// ``eventDelay`` ago and no JobFinished waits.
+    var sendDue: Double {
+        guard eventDelay > 0, !pendingJobFinished, let lastSent else { return -.infinity }
+        return lastSent + eventDelay
+    }
 
     struct Key: Hashable {
         let identity: [UInt8]

@@ -51,6 +51,7 @@ extension Opq_V1_ClientRequest: WireEnvelope {
             case .all: break
             }
             try Check.that(watch.instance.utf8.count <= 256, path + ".watch.instance", "must be at most 256 bytes")
+            try Check.seconds(watch.eventDelaySeconds, path + ".watch.event_delay_seconds")
         case .wait(let wait):
             switch wait.target {
             case nil: throw .missingField(path + ".wait.target")

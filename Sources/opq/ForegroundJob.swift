@@ -36,6 +36,8 @@ struct ForegroundJob {
     var output: OutputPrinter?
     /// Called with every operation event (see ``JobProgress/onEvent``).
     var onEvent: ((RemoteEvent.StateChange) -> Void)?
+    /// How long the coordinator may hold the job's events to send them together (``JobProgress/eventDelay``).
+    var eventDelay = JobProgress.batchedEventDelay
 
     /// Now on the runtime clock (``MonotonicClock``: Unix seconds that never jump), where the CLI's
     /// deadlines and elapsed times are read.
@@ -64,6 +66,7 @@ struct ForegroundJob {
         let interactive = isatty(STDOUT_FILENO) == 1
         let progress = JobProgress(connection: connection, scope: .job(job), names: names,
                                    interactive: interactive, verbosity: verbosity)
+        progress.eventDelay = eventDelay
         let observe = onEvent
         if let output {
             progress.onEvent = { event in

@@ -54,12 +54,20 @@ final class JobProgress {
     var onOutput: ((OutputPiece) -> Void)?
     /// Print no more permanent lines (after Ctrl-C, one summary line stands for the cancelled operations).
     var isMuted = false
+    /// How long the coordinator may hold events to send them together (``CoordinatorClient/watch(_:includeOutput:eventDelay:)``):
+    /// ``batchedEventDelay``, or 0 when something must react to each event at once (`opq map --halt`).
+    var eventDelay = JobProgress.batchedEventDelay
     private var states: [OperationID: OperationState] = [:]
     private var outcomes: [OperationID: Outcome] = [:]
     private var lineShown = false
 
     /// How often the updating line is redrawn between events (its clock, rate and ETA move on).
     static let redrawInterval = 0.5
+
+    /// The event delay a watch asks for when nothing acts on each event at once: a few milliseconds
+    /// nobody sees, while a job of short commands costs the coordinator and this process one message
+    /// per that many milliseconds instead of two per command (two context switches each way).
+    static let batchedEventDelay = 0.005
 
     /// - Parameters:
     ///   - names: operation id → name, for display.
@@ -91,8 +99,8 @@ final class JobProgress {
     /// - Parameter deadline: on the runtime clock (``ForegroundJob/now()``).
     func follow(signals: Int = 1, deadline: Double? = nil, isAlive: @escaping () -> Bool = { true }) throws(ClientError) -> Ending {
         switch scope {
-        case .job(let job): try connection.watch(.job(job), includeOutput: includesOutput)
-        case .all: try connection.watch(.all, includeOutput: includesOutput)
+        case .job(let job): try connection.watch(.job(job), includeOutput: includesOutput, eventDelay: eventDelay)
+        case .all: try connection.watch(.all, includeOutput: includesOutput, eventDelay: eventDelay)
         }
         defer { endLine() }
         let interruption = WakePipe.interruption { SignalTrap.count >= signals || !isAlive() }

@@ -158,6 +158,8 @@ struct MapCommand: ParsableCommand {
                                    items: kept.map { ($0 + 1, template.commandLine(for: arguments[$0], sequence: $0 + 1)) },
                                    localHost: local != nil, joblog: joblog, halt: try? reruns.haltPolicy(), haltSpelling: reruns.halt)
         if follower.isNeeded { foreground.onEvent = follower.observe }
+        // --halt acts on each finish: at once, so no more commands start than before it is seen.
+        if reruns.halt != nil { foreground.eventDelay = 0 }
         do { try foreground.run() } catch { throw follower.ending(error) }
         throw follower.ending(.success)
     }

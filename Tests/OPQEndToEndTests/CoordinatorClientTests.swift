@@ -142,7 +142,7 @@ import ZeroMQ
         let progress = Counter()
         Thread {
             do {
-                try client.value.watch(.job(JobID(2)))
+                try client.value.watch(.job(JobID(2)), eventDelay: 0.005)
                 for _ in 0..<3 {
                     let update = try client.value.nextWatchUpdate(until: ContinuousClock.now + .seconds(30))
                     updates.value.append(update)
@@ -153,7 +153,7 @@ import ZeroMQ
             }
         }.start()
         let (identity, first) = try #require(try receive(scripted.router, within: 20))
-        #expect(first.watch.job == 2)
+        #expect(first.watch.job == 2 && first.watch.eventDelaySeconds == 0.005)
         try send(scripted.router, identity, .reply(first.requestID) { $0.watching.resumed = false })
         try send(scripted.router, identity, .with {
             $0.snapshot.watch = first.requestID
@@ -179,7 +179,7 @@ import ZeroMQ
         #expect(unwatch.unwatch.watch == first.requestID)
         try send(scripted.router, identity, .reply(unwatch.requestID) { $0.done = Opq_V1_Done() })
         let (_, second) = try #require(try receive(scripted.router, within: 20))
-        #expect(second.watch.job == 2)
+        #expect(second.watch.job == 2 && second.watch.eventDelaySeconds == 0.005, "started again with the same delay")
         try send(scripted.router, identity, .reply(second.requestID) { $0.watching.resumed = false })
         try send(scripted.router, identity, .with {
             $0.snapshot.watch = second.requestID

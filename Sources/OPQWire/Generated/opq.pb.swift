@@ -2349,6 +2349,14 @@ public nonisolated struct Opq_V1_Watch: Sendable {
   /// Clears the value of `instance`. Subsequent reads from it will return its default value.
   public mutating func clearInstance() {self._instance = nil}
 
+  /// How long the coordinator may hold this stream's events to send several in one Events message: after
+  /// an Events message the next goes no sooner than this many seconds later, carrying everything that
+  /// happened meanwhile (in order, numbered as always). The first events after a quiet spell and a
+  /// JobFinished go at once. 0 (the default) = each loop turn's events at once; the coordinator takes at
+  /// most 1 s. For clients that show or log events rather than act on each at once (`opq map` without
+  /// --halt): one message per few milliseconds instead of one per event costs both sides far less.
+  public var eventDelaySeconds: Double = 0
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   /// Required.
@@ -6450,7 +6458,7 @@ nonisolated extension Opq_V1_ListWorkers: SwiftProtobuf.Message, SwiftProtobuf._
 
 nonisolated extension Opq_V1_Watch: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".Watch"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}job\0\u{1}queue\0\u{1}all\0\u{3}resume_after\0\u{4}f\u{7}include_output\0\u{1}instance\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}job\0\u{1}queue\0\u{1}all\0\u{3}resume_after\0\u{4}f\u{7}include_output\0\u{1}instance\0\u{4}_\u{2}event_delay_seconds\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -6490,6 +6498,7 @@ nonisolated extension Opq_V1_Watch: SwiftProtobuf.Message, SwiftProtobuf._Messag
       case 4: try { try decoder.decodeSingularUInt64Field(value: &self._resumeAfter) }()
       case 490: try { try decoder.decodeSingularBoolField(value: &self.includeOutput) }()
       case 491: try { try decoder.decodeSingularStringField(value: &self._instance) }()
+      case 650: try { try decoder.decodeSingularDoubleField(value: &self.eventDelaySeconds) }()
       default: break
       }
     }
@@ -6524,6 +6533,9 @@ nonisolated extension Opq_V1_Watch: SwiftProtobuf.Message, SwiftProtobuf._Messag
     try { if let v = self._instance {
       try visitor.visitSingularStringField(value: v, fieldNumber: 491)
     } }()
+    if self.eventDelaySeconds.bitPattern != 0 {
+      try visitor.visitSingularDoubleField(value: self.eventDelaySeconds, fieldNumber: 650)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -6532,6 +6544,7 @@ nonisolated extension Opq_V1_Watch: SwiftProtobuf.Message, SwiftProtobuf._Messag
     if lhs._resumeAfter != rhs._resumeAfter {return false}
     if lhs.includeOutput != rhs.includeOutput {return false}
     if lhs._instance != rhs._instance {return false}
+    if lhs.eventDelaySeconds != rhs.eventDelaySeconds {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
