@@ -274,6 +274,8 @@ extension CoordinatorState {
     /// Forgets sessions of workers the core declared lost; they are told to register again (with no
     /// lease echo: a lost worker's lease is not renewed).
     mutating func dropLostSessions() {
+        // Runs every turn: looked at in place, not by copying every session (see `sendHeartbeats`).
+        guard sessions.values.contains(where: { !core.isLive($0.handle) }) || workerIdentities.count > sessions.count else { return }
         for (id, session) in sessions where !core.isLive(session.handle) {
             logger.warning("worker lost", metadata: ["worker.id": "\(id)"])
             endSession(id)
@@ -287,8 +289,14 @@ extension CoordinatorState {
 
     /// Sends a heartbeat to every worker that has been sent nothing for an interval.
     mutating func sendHeartbeats(now: Double) {
-        for (id, session) in sessions where session.lastSent + configuration.heartbeatInterval <= now {
-            workerOutbox.append((id, .heartbeat))
+        // Every turn: through the values in place (a `for (id, session) in sessions` copies each session,
+        // a retain and a release per reference it holds).
+        var index = sessions.values.startIndex
+        while index != sessions.values.endIndex {
+            if sessions.values[index].lastSent + configuration.heartbeatInterval <= now {
+                workerOutbox.append((sessions.values[index].id, .heartbeat))
+            }
+            sessions.values.formIndex(after: &index)
         }
     }
 

@@ -160,7 +160,11 @@ struct CoordinatorState {
     func nextWakeUp(now: Double) -> Double {
         var deadline = now + configuration.heartbeatInterval
         if let next = core.nextDeadline { deadline = min(deadline, next) }
-        for session in sessions.values { deadline = min(deadline, session.lastSent + configuration.heartbeatInterval) }
+        var index = sessions.values.startIndex  // in place, as in `sendHeartbeats`
+        while index != sessions.values.endIndex {
+            deadline = min(deadline, sessions.values[index].lastSent + configuration.heartbeatInterval)
+            sessions.values.formIndex(after: &index)
+        }
         for waiter in waiters { if let timeout = waiter.deadline { deadline = min(deadline, timeout) } }
         if let recovery = recoveryDeadline { deadline = min(deadline, recovery) }
         deadline = min(deadline, leases.nextCheck)
