@@ -88,8 +88,13 @@ struct ChildMonitorTests {
 
     @Test("a member that outlives its leader and writes after the exit: its output is read, the end comes once when it is gone")
     func outputWrittenAfterTheLeaderExitedIsRead() async throws {
-        // The member ignores the SIGTERM sent when the leader exits; the SIGKILL would come after 10 s.
-        let end = try #require(await runCommands([.shell("(trap '' TERM; sleep 0.3; echo late) & echo early; exit 0")]))
+        let directory = try makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let ready = try FIFO(in: directory)
+        // The member ignores the SIGTERM sent when the leader exits (the leader waits until it does); the
+        // SIGKILL would come after 10 s.
+        let script = "(trap '' TERM; echo > \(ready.path); sleep 0.3; echo late) & read line < \(ready.path); echo early; exit 0"
+        let end = try #require(await runCommands([.shell(script)]))
         #expect(end.report.status == .succeeded)
         #expect(end.stdoutText == "early\nlate\n")
     }
