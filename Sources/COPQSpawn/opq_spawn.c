@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/epoll.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -194,4 +195,33 @@ int opq_spawn_thread_is_long_lived(void) { return long_lived_thread; }
 
 int opq_pipe_cloexec(int fds[2]) {
     return pipe2(fds, O_CLOEXEC) < 0 ? -errno : 0;
+}
+
+int opq_monitor_create(void) {
+    int fd = epoll_create1(EPOLL_CLOEXEC);
+    return fd < 0 ? -errno : fd;
+}
+
+int opq_monitor_add(int epfd, int fd, uint64_t token) {
+    struct epoll_event event = {.events = EPOLLIN, .data.u64 = token};
+    return epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &event) < 0 ? -errno : 0;
+}
+
+int opq_monitor_remove(int epfd, int fd) {
+    struct epoll_event unused = {0};  // kernels before 2.6.9 want one
+    return epoll_ctl(epfd, EPOLL_CTL_DEL, fd, &unused) < 0 ? -errno : 0;
+}
+
+int opq_monitor_wait(int epfd, uint64_t *tokens, uint8_t *has_data, int capacity, int timeout_ms) {
+    struct epoll_event events[64];
+    if (capacity > 64) capacity = 64;
+    int count = epoll_wait(epfd, events, capacity, timeout_ms);
+    if (count < 0) return -errno;
+    for (int i = 0; i < count; i++) {
+        tokens[i] = events[i].data.u64;
+        // A pipe whose writers are all gone and that holds nothing reports EPOLLHUP alone; with data left it
+        // reports EPOLLIN too. A pidfd reports EPOLLIN (exited); anything else (EPOLLERR) is read to find out.
+        has_data[i] = (events[i].events & ~(uint32_t)EPOLLHUP) != 0;
+    }
+    return count;
 }

@@ -12,7 +12,8 @@ import Darwin
 
 /// The socket thread of a ``WorkerAgent``: owns the DEALER socket and runs the connection's loop.
 ///
-/// Each turn: poll (the socket and the event inbox's pipe, until the next deadline) → take the runner's
+/// Each turn: poll (the socket, the event inbox's pipe and the child monitor's epoll set, until the next
+/// deadline) → drain and reap the commands that are ready (``ChildMonitor``) → take the runner's
 /// events into the outbox → read every message from the coordinator → apply a stop request → run the
 /// phase's timers (connect, register, heartbeats, the lease) → send all pending reports as one `Reports`
 /// message → leave with `Goodbye` once a stop is complete. Not thread-safe: lives on `run()`'s thread.
@@ -55,7 +56,7 @@ final class AgentConnection {
     var socket: Socket?
     /// Over CURVE: the socket's handshakes, telling a refused key from no coordinator.
     private var handshakes: HandshakeWatch?
-    /// Polls the inbox's pipe (item 0) and the socket, when there is one.
+    /// Polls the inbox's pipe (item 0), the child monitor (item 1) and the socket, when there is one.
     private var poller = Poller()
     /// The socket's index in ``poller``.
     private var socketItem: Int?
@@ -144,6 +145,8 @@ final class AgentConnection {
         logger.info("worker starting", metadata: ["slots": "\(configuration.slots)"])
         while !done {
             try poll(now: MonotonicClock.now())
+            // Commands' output and ends first: a `finished` posted here goes out in this turn's Reports.
+            if poller.isReadable(Self.childrenItem) { agent.childMonitor?.service() }
             let now = MonotonicClock.now()
             absorbEvents(pipeReadable: poller.isReadable(Self.inboxItem))
             receiveAll(now: now)
@@ -446,10 +449,13 @@ final class AgentConnection {
 
     /// The inbox pipe's index in ``poller`` (always added first).
     private static let inboxItem = 0
+    /// The child monitor's index in ``poller`` (always added second; -1, never ready, without one).
+    private static let childrenItem = 1
 
     private func rebuildPoller() {
         poller = Poller()
         poller.add(fileDescriptor: agent.inbox.readDescriptor)
+        poller.add(fileDescriptor: agent.childMonitor?.descriptor ?? -1)
         socketItem = socket.flatMap { try? poller.add($0) }
     }
 }

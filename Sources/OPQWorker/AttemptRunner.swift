@@ -23,7 +23,7 @@ import OPQSpawn
 ///
 /// The first command spawned makes the process a child subreaper (`PR_SET_CHILD_SUBREAPER`), so that
 /// orphaned members of an operation's process group can be reaped by the worker.
-// @unchecked Sendable: `attempts`, `isShuttingDown`, `watchdog` and `window` are guarded by `condition` (the
+// @unchecked Sendable: `attempts`, `isShuttingDown`, `watchdog`, `window` and `monitor` are guarded by `condition` (the
 // runner's one lock); `queue` is Foundation's thread-safe `OperationQueue`; the rest is immutable.
 public final class AttemptRunner: @unchecked Sendable {
     /// Whether ``run(_:)`` took the attempt.
@@ -66,6 +66,13 @@ public final class AttemptRunner: @unchecked Sendable {
         set { condition.withLock { window = newValue } }
     }
     private var window: OutputWindow?
+    /// Drains and reaps the commands' processes when set (by ``WorkerAgent``: its socket thread services
+    /// it); nil: ``ChildMonitor/shared``, which has a thread of its own.
+    var childMonitor: ChildMonitor? {
+        get { condition.withLock { monitor } }
+        set { condition.withLock { monitor = newValue } }
+    }
+    private var monitor: ChildMonitor?
 
     /// Creates a runner with `slots` concurrent attempts delivering its events to `events`, which must
     /// be thread-safe, must not block and must not call the runner (a `finished` is delivered under the
@@ -213,12 +220,14 @@ public final class AttemptRunner: @unchecked Sendable {
                                              killGracePeriod: request.killGracePeriod)
             operation.leaseWatchdog = leaseWatchdog
             operation.outputWindow = outputWindow
+            operation.childMonitor = childMonitor
             return operation
         case .commands(let commands):
             let operation = CommandOperation(key: request.key, commands: commands, qualityOfService: request.qualityOfService,
                                              killGracePeriod: request.killGracePeriod)
             operation.leaseWatchdog = leaseWatchdog
             operation.outputWindow = outputWindow
+            operation.childMonitor = childMonitor
             return operation
         case .handler(let name, let payload):
             let context = HandlerContext(key: request.key, operationName: request.name, queueName: request.queue,

@@ -9,11 +9,11 @@ import Glibc
 ///
 /// - The leader is spawned by ``spawn(_:niceness:killGracePeriod:onEnd:)`` with `POSIX_SPAWN_SETPGROUP`,
 ///   so its pid is the group id and everything it starts stays in the group unless it leaves on purpose.
-/// - stdout and stderr are pipes drained by the worker's ``ChildMonitor`` thread (one `poll` over every
-///   group's descriptors) into 64 KiB ``TailBuffer``s. No Dispatch sources: libdispatch's event loop
-///   crashed intermittently here when pipe descriptors were closed and reused under load, and a blocked
-///   Dispatch pool must not delay output.
-/// - The monitor also polls the leader's pidfd and reaps it when it exits, then whatever members of the
+/// - stdout and stderr are pipes drained by a ``ChildMonitor`` (one epoll set over every group's
+///   descriptors, serviced by the worker's socket thread, or by a thread of its own without an agent) into
+///   64 KiB ``TailBuffer``s. No Dispatch sources: libdispatch's event loop crashed intermittently here when
+///   pipe descriptors were closed and reused under load, and a blocked Dispatch pool must not delay output.
+/// - The monitor also watches the leader's pidfd and reaps it when it exits, then whatever members of the
 ///   group are already gone (`waitpid(-pgid, WNOHANG)`). The worker is a child subreaper, so members
 ///   orphaned by the leader's exit are re-parented to it: when `waitpid` answers `ECHILD`, no member of
 ///   the group is left, not even a zombie. Only a group with members still running gets a thread of its
@@ -31,8 +31,8 @@ import Glibc
 /// piece has room in its ``OutputWindow`` (flow control: until then the monitor parks the piece and stops
 /// reading this group's pipes, so the command blocks on its writes; see ``ChildMonitor``). `onReaped` is
 /// called once, as soon as no member of the group is left (even while output waits for the window);
-/// `onEnd` once after it, when both pipes are closed too. All are called on the monitor's thread (or a
-/// reaper thread) and must not block.
+/// `onEnd` once after it, when both pipes are closed too. All are called on the thread servicing the
+/// monitor (or a reaper thread) and must not block.
 // @unchecked Sendable: every mutable stored property is guarded by `lock`; the rest is immutable.
 final class ChildProcessGroup: @unchecked Sendable {
     /// How the leader ended.
@@ -58,9 +58,11 @@ final class ChildProcessGroup: @unchecked Sendable {
     private let onReaped: (@Sendable (pid_t) -> Void)?
     private let output: OutputSink?
     private let lease: LeaseWatchdog?
+    /// The monitor draining and reaping the group.
+    private let monitor: ChildMonitor
 
     /// Where a group's output is streamed besides its tails: each piece takes room in `window`, then
-    /// `post` is told it (on the monitor's thread; it must not block).
+    /// `post` is told it (on the thread servicing the monitor; it must not block).
     struct OutputSink: Sendable {
         let window: OutputWindow
         let post: @Sendable (OutputChunk.Stream, UnsafeRawBufferPointer) -> Void
@@ -86,11 +88,12 @@ final class ChildProcessGroup: @unchecked Sendable {
     static let drainGraceAfterExit = 1.0
 
     private init(
-        pid: pid_t, killGracePeriod: Double, output: OutputSink?, lease: LeaseWatchdog?,
+        pid: pid_t, killGracePeriod: Double, output: OutputSink?, lease: LeaseWatchdog?, monitor: ChildMonitor,
         onReaped: (@Sendable (pid_t) -> Void)?, onEnd: @escaping @Sendable (Outcome) -> Void
     ) {
         self.pid = pid
         self.lease = lease
+        self.monitor = monitor
         self.onReaped = onReaped
         self.killGracePeriod = killGracePeriod
         self.output = output
@@ -98,15 +101,16 @@ final class ChildProcessGroup: @unchecked Sendable {
     }
 
     /// Spawns `command` in a new process group with niceness at least `niceness`, lists the group with
-    /// `lease` (if given), and starts draining and reaping it. Throws if the program cannot be started (not
+    /// `lease` (if given), and starts draining and reaping it with `monitor` (nil: ``ChildMonitor/shared``,
+    /// which has a thread of its own). Throws if the program cannot be started (not
     /// found, not executable, bad directory).
     static func spawn(
         _ command: Command, niceness: Int32, killGracePeriod: Double, output: OutputSink? = nil,
-        lease: LeaseWatchdog? = nil, onReaped: (@Sendable (pid_t) -> Void)? = nil,
+        lease: LeaseWatchdog? = nil, monitor: ChildMonitor? = nil, onReaped: (@Sendable (pid_t) -> Void)? = nil,
         onEnd: @escaping @Sendable (Outcome) -> Void
     ) throws(SystemError) -> ChildProcessGroup {
         try ensureSubreaper()
-        let monitor = try ChildMonitor.shared.get()
+        let monitor = if let monitor { monitor } else { try ChildMonitor.shared.get() }
         let stdoutPipe = try Pipe.make()
         let stderrPipe: Pipe
         do { stderrPipe = try Pipe.make() } catch { stdoutPipe.closeBoth(); throw error }
@@ -120,16 +124,18 @@ final class ChildProcessGroup: @unchecked Sendable {
             stderrPipe.closeBoth()
             throw error
         }
-        Pipe.close(stdoutPipe.write)
-        Pipe.close(stderrPipe.write)
+        // The write ends stay open here until the group is reaped (``ChildMonitor``): the command's exit makes
+        // no end of file of its own, so its end wakes the monitor once.
         let group = ChildProcessGroup(pid: pid, killGracePeriod: killGracePeriod, output: output, lease: lease,
-                                      onReaped: onReaped, onEnd: onEnd)
+                                      monitor: monitor, onReaped: onReaped, onEnd: onEnd)
         // Listed before anything can reap it (the monitor and the reaper thread start below).
         group.list()
         // No pidfd (a kernel before 5.3, or no descriptor left): a thread waits for the group instead.
         let exit = (try? ChildSpawn.exitDescriptor(of: pid).get()) ?? -1
-        if exit < 0 { group.startReaperThread() }
-        monitor.watch(group, stdout: stdoutPipe.read, stderr: stderrPipe.read, exit: exit)
+        let watched = monitor.watch(group, stdout: stdoutPipe.read, stderr: stderrPipe.read, exit: exit,
+                                    writeEnds: (stdoutPipe.write, stderrPipe.write))
+        // After the watch: the monitor must know the group when the reaper thread says it is gone.
+        if !watched { group.startReaperThread() }
         return group
     }
 
@@ -142,9 +148,6 @@ final class ChildProcessGroup: @unchecked Sendable {
     }
 
     private static func ensureSubreaper() throws(SystemError) { try subreaper.get() }
-
-    /// The monitor draining and reaping every group (its thread is started by the first spawn).
-    private var monitor: ChildMonitor { try! ChildMonitor.shared.get() }
 
     /// Stops the group: SIGTERM (and SIGCONT) now, SIGKILL after the grace period if anything is left.
     /// Safe to call more than once and after the group is gone.
@@ -236,7 +239,7 @@ final class ChildProcessGroup: @unchecked Sendable {
         }
         unlist()
         groupGone()
-        monitor.wake()  // the drain grace period starts now
+        monitor.wake()  // the monitor closes its copies of the write ends: the drain grace period starts
     }
 
     /// Lists the group with the lease watchdog (no-op without one, or when listed already).

@@ -22,7 +22,7 @@ import Glibc
 /// - The processes get the niceness of the operation's QoS (``OPQCore/QualityOfService/niceness``).
 // @unchecked Sendable: restated as every `Operation` subclass must. `groups`, `results`, `failureOrder`,
 // `remaining`, `stopping` and `streamed` are guarded by `lock`; `onSpawned`,
-// `onReaped`, `leaseWatchdog` and `outputWindow` are set before the operation is queued and only read after.
+// `onReaped`, `leaseWatchdog`, `outputWindow` and `childMonitor` are set before the operation is queued and only read after.
 public final class CommandOperation: AttemptOperation, @unchecked Sendable {
     /// The commands, run concurrently.
     public let commands: [Command]
@@ -41,6 +41,9 @@ public final class CommandOperation: AttemptOperation, @unchecked Sendable {
     var leaseWatchdog: LeaseWatchdog?
     /// Streams the output through this window when set (by the runner); nil = tails only.
     var outputWindow: OutputWindow?
+    /// Drains and reaps the commands (set by the runner: its agent's, serviced by the socket thread);
+    /// nil = ``ChildMonitor/shared``.
+    var childMonitor: ChildMonitor?
     /// Bytes streamed so far per stream (the next chunk's offset); guarded by `lock`.
     private var streamed: [OutputChunk.Stream: UInt64] = [:]
 
@@ -78,7 +81,8 @@ public final class CommandOperation: AttemptOperation, @unchecked Sendable {
                     ChildProcessGroup.OutputSink(window: window) { [self] stream, bytes in self.stream(stream, bytes) }
                 }
                 let group = try ChildProcessGroup.spawn(command, niceness: niceness, killGracePeriod: killGracePeriod,
-                                                        output: output, lease: leaseWatchdog, onReaped: onReaped) {
+                                                        output: output, lease: leaseWatchdog, monitor: childMonitor,
+                                                        onReaped: onReaped) {
                     [self] outcome in record(index, Self.result(of: outcome))
                 }
                 let stopNow = lock.withLock {
@@ -101,7 +105,7 @@ public final class CommandOperation: AttemptOperation, @unchecked Sendable {
         for group in live { group.terminate() }
     }
 
-    /// Posts one piece of output, its room in the window already taken (monitor thread; never waits).
+    /// Posts one piece of output, its room in the window already taken (the thread servicing the child monitor; never waits).
     private func stream(_ stream: OutputChunk.Stream, _ bytes: UnsafeRawBufferPointer) {
         // Numbered and posted under the lock, so chunks reach the inbox in offset order.
         lock.withLock {

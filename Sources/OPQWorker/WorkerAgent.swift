@@ -41,6 +41,9 @@ public final class WorkerAgent: @unchecked Sendable {
     let outputWindow = OutputWindow()
     /// Kills the commands when the lease ends; set by ``run()`` (only its thread reads it).
     var leaseWatchdog: LeaseWatchdog?
+    /// Drains and reaps the commands' processes; set by ``run()``, whose thread (the socket thread)
+    /// services it in its poll: a command's end is reported with no hop to another thread.
+    var childMonitor: ChildMonitor?
     /// The ZeroMQ context given at creation (shared with an in-process coordinator), or nil: the
     /// connection makes its own and closes it.
     let sharedContext: Context?
@@ -88,14 +91,30 @@ public final class WorkerAgent: @unchecked Sendable {
         let watchdog = try LeaseWatchdog()
         leaseWatchdog = watchdog
         runner.leaseWatchdog = watchdog
+        let children = try ChildMonitor()
+        childMonitor = children
+        runner.childMonitor = children
         let connection = try AgentConnection(agent: self)
         defer {
             // Whatever ended the loop, no child process may outlive the agent (after a stop nothing is
             // held any more, and this returns at once).
             outputWindow.open()
-            runner.shutdown(handBack: true, timeout: configuration.killGracePeriod + 1)
+            runner.shutdown(handBack: true, timeout: 0)
+            reapUntilIdle(children, timeout: configuration.killGracePeriod + 1)
         }
         try connection.run()
+    }
+
+    /// Services `children` on this thread (nobody else does once the loop is over) until every attempt is
+    /// reported or `timeout` seconds have passed.
+    private func reapUntilIdle(_ children: ChildMonitor, timeout: Double) {
+        let deadline = MonotonicClock.now() + timeout
+        while !runner.waitUntilIdle(timeout: 0) {
+            let left = deadline - MonotonicClock.now()
+            guard left > 0 else { return }
+            // Handlers end on threads of their own: looked at every 100 ms at most.
+            children.service(timeout: Int32(min(100, max(1, (left * 1000).rounded(.up)))))
+        }
     }
 
     /// Asks the agent to stop; thread-safe, returns at once (``run()`` returns when the stop is done).

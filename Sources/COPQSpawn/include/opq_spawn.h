@@ -48,6 +48,18 @@ int opq_pidfd_open(pid_t pid);
 // pipe2(fds, O_CLOEXEC): both ends close-on-exec in one system call. Returns 0 or -errno.
 int opq_pipe_cloexec(int fds[2]);
 
+// The worker's child monitor: an epoll set (level-triggered) whose events carry a 64-bit token.
+// opq_monitor_create: epoll_create1(EPOLL_CLOEXEC); the descriptor or -errno.
+int opq_monitor_create(void);
+// Adds `fd` (readable, hang-up) with `token`. Returns 0 or -errno.
+int opq_monitor_add(int epfd, int fd, uint64_t token);
+// Removes `fd`. Returns 0 or -errno (ENOENT when it was not in the set).
+int opq_monitor_remove(int epfd, int fd);
+// Waits up to `timeout_ms` (-1: no limit; 0: no wait) for at most `capacity` (≤ 64) ready descriptors;
+// fills their tokens and whether each has data or an end to read (EPOLLIN, EPOLLHUP, EPOLLERR: 1) or only
+// a hang-up with nothing left to read (0). Returns how many, or -errno (EINTR).
+int opq_monitor_wait(int epfd, uint64_t *tokens, uint8_t *has_data, int capacity, int timeout_ms);
+
 // Marks the calling thread as one that lives as long as the worker (its socket thread, the child
 // monitor): a child it spawns keeps its parent-death signal until the worker ends.
 void opq_spawn_mark_long_lived_thread(void);
