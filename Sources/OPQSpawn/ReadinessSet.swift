@@ -20,6 +20,9 @@ public final class ReadinessSet: @unchecked Sendable {
         public var hasData: Bool
     }
 
+    /// The most events one ``wait(timeout:into:)`` returns: a wait that fills them all may have left more ready.
+    public static let capacity = 16
+
     /// The set's own descriptor (readable while a descriptor in it is ready); closed by deinit.
     public let descriptor: Int32
 
@@ -43,9 +46,10 @@ public final class ReadinessSet: @unchecked Sendable {
     public func remove(_ fd: Int32) { _ = opq_monitor_remove(descriptor, fd) }
 
     /// Waits up to `timeout` milliseconds (-1: no limit, 0: no wait) and fills `events` with the ready
-    /// descriptors (at most 16: what is left stays ready for the next call); returns how many (0 also
-    /// for EINTR).
+    /// descriptors (at most ``capacity``: what is left stays ready for the next call); returns how many (0
+    /// also for EINTR).
     public func wait(timeout: Int32, into events: inout [Event]) -> Int {
+        // Sixteen (``capacity``) slots each, on the stack.
         var tokens = (UInt64(0), UInt64(0), UInt64(0), UInt64(0), UInt64(0), UInt64(0), UInt64(0), UInt64(0),
                       UInt64(0), UInt64(0), UInt64(0), UInt64(0), UInt64(0), UInt64(0), UInt64(0), UInt64(0))
         var flags = (UInt8(0), UInt8(0), UInt8(0), UInt8(0), UInt8(0), UInt8(0), UInt8(0), UInt8(0),
@@ -53,7 +57,7 @@ public final class ReadinessSet: @unchecked Sendable {
         let count = withUnsafeMutableBytes(of: &tokens) { tokenBytes in
             withUnsafeMutableBytes(of: &flags) { flagBytes in
                 Int(opq_monitor_wait(descriptor, tokenBytes.baseAddress!.assumingMemoryBound(to: UInt64.self),
-                                     flagBytes.baseAddress!.assumingMemoryBound(to: UInt8.self), 16, timeout))
+                                     flagBytes.baseAddress!.assumingMemoryBound(to: UInt8.self), Int32(Self.capacity), timeout))
             }
         }
         events.removeAll(keepingCapacity: true)

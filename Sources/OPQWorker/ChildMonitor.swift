@@ -182,7 +182,7 @@ final class ChildMonitor: @unchecked Sendable {
             wait = 0
             let reapedBefore = reaped.count
             for event in events.prefix(count) { handle(event, reaped: &reaped) }
-            if count < 16 && reaped.count == reapedBefore { break }
+            if count < ReadinessSet.capacity && reaped.count == reapedBefore { break }
         }
         guard !reaped.isEmpty else { return }
         let now = ChildProcessGroup.now()
