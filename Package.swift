@@ -135,7 +135,7 @@ let package = Package(
         .executableTarget(
             name: "opq-bench",
             dependencies: [
-                "OPQClient", "OPQWire", "OPQCore", "OPQSpawn", "OPQRuntime", "OPQJobFile",
+                "OPQClient", "OPQWire", "OPQCore", "OPQSpawn", "OPQRuntime", "OPQJobFile", "ZeroMQ",
                 .product(name: "Histogram", package: "hdrhistogram-swift"),
                 .product(name: "Yams", package: "Yams"),
             ]
@@ -149,7 +149,7 @@ let package = Package(
             path: "examples/word-count"
         ),
         .executableTarget(name: "opq-example-forward-dependency", dependencies: ["OPQClient"], path: "examples/forward-dependency"),
-        .testTarget(name: "ZeroMQTests", dependencies: ["ZeroMQ"]),
+        .testTarget(name: "ZeroMQTests", dependencies: ["ZeroMQ", "OPQCore"]),
         .testTarget(name: "OPQCoreTests", dependencies: ["OPQCore"]),
         .testTarget(name: "OPQWireTests", dependencies: ["OPQWire"]),
         .testTarget(name: "OPQWorkerTests", dependencies: ["OPQWorker"]),

@@ -40,6 +40,7 @@ extension Coordinator {
                         break
                     }
                 }
+                if configuration.spin > .zero, !dispatchedInProcessWork { dispatchedInProcessWork = items.contains(where: \.dispatchesHandlerWork) }
             case let .toConnection(identity, message):
                 send(message, toConnection: identity)
             case .reply(let frames):
@@ -140,6 +141,17 @@ extension Coordinator {
         } catch {
             logger.error("cannot send to worker", metadata: ["error": "\(error)"])
             return false
+        }
+    }
+}
+
+extension Opq_V1_Order {
+    /// A dispatch of handler work, which a worker runs on a thread of its own (no process to start).
+    var dispatchesHandlerWork: Bool {
+        guard case .dispatch(let dispatch)? = kind else { return false }
+        switch dispatch.work.kind {
+        case .handler?, .handlers?: return true
+        case .command?, .commands?, nil: return false
         }
     }
 }

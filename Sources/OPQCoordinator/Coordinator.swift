@@ -48,6 +48,9 @@ public final class Coordinator: @unchecked Sendable {
     var telemetry: Telemetry?
     /// Free heap pages given back after big submissions (``HeapTrim``).
     private var heapTrim = HeapTrim()
+    /// This turn dispatched handler work: its finish may come within microseconds (from a worker in this
+    /// process), so the next poll spins first (``CoordinatorConfiguration/spin``).
+    var dispatchedInProcessWork = false
 
     private let wakeRead: Int32
     private let wakeWrite: Int32
@@ -177,8 +180,16 @@ public final class Coordinator: @unchecked Sendable {
         logger.info("coordinator listening", metadata: ["workers": "\(workersEndpoint)", "clients": "\(clientsEndpoint)"])
         state.startRecoveryGrace(now: clock.now())
         var wakeAt = clock.now()
+        var spinning = SpinningWait(limit: configuration.spin)
+        defer {
+            if spinning.limit > .zero {
+                logger.debug("spinning before waits", metadata: ["hits": "\(spinning.hits)", "misses": "\(spinning.misses)"])
+            }
+        }
         while true {
-            try poller.poll(timeout: max(0, Int(((wakeAt - clock.now()) * 1000).rounded(.up))))
+            try poller.poll(timeout: max(0, Int(((wakeAt - clock.now()) * 1000).rounded(.up))),
+                            spinning: &spinning, expecting: dispatchedInProcessWork)
+            dispatchedInProcessWork = false
             let now = clock.now()
             state.wallTime = Date().timeIntervalSince1970
             if poller.isReadable(wake), wokenToStop(now: now) { break }

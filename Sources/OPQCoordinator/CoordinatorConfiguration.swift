@@ -42,6 +42,11 @@ public struct CoordinatorConfiguration: Sendable {
     public var clientBacklogBytes = 64 << 20
     /// Messages handled from one socket per loop turn, so timers and the other socket are served.
     public var messagesPerTurn = 4_096
+    /// After a turn that dispatched in-process work (handlers), the loop polls without sleeping for up to
+    /// this long before it waits (``ZeroMQ/SpinningWait``): the finish of a handler run by a worker in this
+    /// process comes within tens of microseconds, sooner than a sleeping thread wakes. Zero = never spin
+    /// (the default); `opq-coordinator --local-workers` turns it on (``ZeroMQ/SpinningWait/oneProcessDefault``).
+    public var spin: Duration = .zero
     /// The state directory (journal and lock). Nil = no journal: nothing survives a restart. The
     /// executable defaults it to ``StateDirectory/defaultPath(environment:)``.
     public var stateDirectory: String?
@@ -89,6 +94,7 @@ public struct CoordinatorConfiguration: Sendable {
             Limits.countProblem(clientBacklogBytes, name: "clientBacklogBytes", range: 1...Int.max),
         ]
         if let problem = problems.compactMap({ $0 }).first { return problem }
+        if spin < .zero || spin > SpinningWait.maximum { return "spin must be from 0 to \(SpinningWait.maximum), not \(spin)" }
         if let inProcess = inProcessWorkersEndpoint {
             guard (try? Endpoint(parsing: inProcess))?.isInProcess == true else {
                 return "inProcessWorkersEndpoint must be an inproc:// endpoint, not '\(inProcess)'"

@@ -94,6 +94,8 @@ final class AgentConnection {
     var refusal: RegistrationRefused?
     /// The last send was refused (no connection up, or its queue full): poll for writable.
     private var sendBlocked = false
+    /// Polls without sleeping before a wait while no command runs (``WorkerConfiguration/spin``).
+    private var spinning: SpinningWait
     /// Reports not sent yet, and the attempts handed back.
     var outbox = ReportOutbox()
     /// The stop level being carried out (trails ``WorkerAgent/stopRequest`` by at most one turn).
@@ -128,6 +130,7 @@ final class AgentConnection {
                                    maximum: agent.configuration.maximumReconnectDelay)
         interval = agent.configuration.heartbeatInterval
         liveness = agent.configuration.liveness
+        spinning = SpinningWait(limit: agent.configuration.spin)
     }
 
     /// Runs until a stop is complete. Throws when the socket cannot be set up or polled at all
@@ -182,7 +185,11 @@ final class AgentConnection {
             if case .connecting = phase { events.insert(.writable) }
             poller.setEvents(events, at: socketItem)
         }
-        try poller.poll(timeout: max(0, Int(((deadline - now) * 1000).rounded(.up))))
+        // Spinning pays off for what this process answers in microseconds (handlers, the in-process
+        // coordinator's next dispatch), never while a command runs: its end is a millisecond away or more,
+        // and the spinning core would be taken from it.
+        let expecting = spinning.limit > .zero && !(agent.childMonitor?.isWatching ?? false)
+        try poller.poll(timeout: max(0, Int(((deadline - now) * 1000).rounded(.up))), spinning: &spinning, expecting: expecting)
         // Room again: this turn's sends retry (and set it again if they are still refused).
         if let socketItem, poller.isWritable(socketItem) { sendBlocked = false }
     }

@@ -160,6 +160,9 @@ final class ChildMonitor: @unchecked Sendable {
         return exit >= 0 && readiness.add(exit, token: id << 2 | Kind.exit.rawValue) == 0
     }
 
+    /// Whether any command's process group is watched (running, or its output or end not handled yet).
+    var isWatching: Bool { lock.withLock { !watches.isEmpty } }
+
     /// Makes the servicing thread look at every watch (a group was reaped by its reaper thread, a drain
     /// grace period is over, an output window has room).
     func wake() {

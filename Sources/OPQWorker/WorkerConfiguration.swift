@@ -43,6 +43,11 @@ public struct WorkerConfiguration: Sendable {
     public var curveServerKey: String?
     /// This worker's CURVE key pair; nil with a ``curveServerKey`` = a fresh pair per connection.
     public var curveKeys: CurveKeyPair?
+    /// While none of its commands runs, the socket thread polls without sleeping for up to this long
+    /// before it waits (``ZeroMQ/SpinningWait``): a handler's finish or the coordinator's next dispatch
+    /// comes within tens of microseconds when the coordinator is in this process, sooner than a sleeping
+    /// thread wakes. Zero = never (the default); `opq-coordinator --local-workers` gives its workers its `--spin`.
+    public var spin: Duration = .zero
 
     /// The default worker endpoint of a coordinator on this machine.
     public static let defaultCoordinator = "tcp://127.0.0.1:7130"
@@ -110,6 +115,7 @@ public struct WorkerConfiguration: Sendable {
             return "the heartbeat interval must be a positive number of seconds, not \(heartbeatInterval)"
         }
         if liveness < 1 { return "liveness must be at least 1 missed heartbeat, not \(liveness)" }
+        if spin < .zero || spin > SpinningWait.maximum { return "the spin must be from 0 to \(SpinningWait.maximum), not \(spin)" }
         if !(initialReconnectDelay > 0 && maximumReconnectDelay >= initialReconnectDelay) {
             return "reconnect delays must satisfy 0 < initial (\(initialReconnectDelay)) ≤ maximum (\(maximumReconnectDelay))"
         }

@@ -28,10 +28,12 @@ struct ClusterThroughputRun: Codable {
 }
 
 /// Where the workers run: `opq-worker` processes, or threads of the coordinator's process over
-/// `inproc://` (`opq-coordinator --local-workers`, what `opq run` and `opq map --local` start).
+/// `inproc://` (`opq-coordinator --local-workers`, what `opq run` and `opq map --local` start) — as it
+/// starts by default (spinning before waits, `--spin`) and with `--spin 0`, for comparison.
 enum Topology: String, Codable, CaseIterable {
     case processes
     case oneProcess = "one-process"
+    case oneProcessNoSpin = "one-process-spin-0"
 }
 
 /// Dispatch latency, ready → executing, from the coordinator's own event timestamps.
@@ -123,8 +125,12 @@ struct ClusterBenchmark {
         }
     }
 
-    /// The topologies measured: separate processes, and the one-process cluster unless `--no-one-process`.
-    var topologies: [Topology] { options.oneProcess ? [.processes, .oneProcess] : [.processes] }
+    /// The topologies measured: separate processes, and the one-process cluster unless `--no-one-process`
+    /// (also with `--spin 0` unless `--no-spin-baseline`).
+    var topologies: [Topology] {
+        guard options.oneProcess else { return [.processes] }
+        return options.spinBaseline ? [.processes, .oneProcess, .oneProcessNoSpin] : [.processes, .oneProcess]
+    }
 
     /// Starts the coordinator and `options.workers` workers of `slots` slots each, as `opq-worker`
     /// processes or inside the coordinator's process (`topology`); returns a client connected to it
@@ -136,8 +142,9 @@ struct ClusterBenchmark {
             let client = try cluster.connect()
             try cluster.startWorkers(options.workers, slots: slots, client: client)
             return client
-        case .oneProcess:
-            try cluster.startCoordinator(fsync: fsync, localWorkers: (options.workers, slots))
+        case .oneProcess, .oneProcessNoSpin:
+            try cluster.startCoordinator(fsync: fsync, localWorkers: (options.workers, slots),
+                                         extraArguments: topology == .oneProcessNoSpin ? ["--spin", "0"] : [])
             let client = try cluster.connect()
             try cluster.waitForWorkers(client: client)
             return client

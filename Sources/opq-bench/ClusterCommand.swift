@@ -50,6 +50,10 @@ enum ClusterCommand {
         if options.oneProcess {
             report.oneProcessLatency = attempt("latency (one process)") { try benchmark.latency(topology: .oneProcess, progress: progress) }
             report.oneProcessChain = attempt("chain (one process)") { try benchmark.chain(topology: .oneProcess, progress: progress) }
+            if options.spinBaseline {
+                report.noSpinLatency = attempt("latency (one process, --spin 0)") { try benchmark.latency(topology: .oneProcessNoSpin, progress: progress) }
+                report.noSpinChain = attempt("chain (one process, --spin 0)") { try benchmark.chain(topology: .oneProcessNoSpin, progress: progress) }
+            }
         }
         if options.commandOperations > 0 { report.commands = attempt("commands") { try benchmark.commands(progress: progress) } }
         if options.dashboard { report.dashboard = attempt("dashboard") { try benchmark.dashboard(progress: progress) } }

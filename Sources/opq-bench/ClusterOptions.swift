@@ -32,6 +32,8 @@ struct ClusterOptions {
     /// Also measure throughput, latency and the chain on the one-process cluster (`opq-coordinator
     /// --local-workers`, what `opq run` starts), beside the separate processes.
     var oneProcess = true
+    /// Also measure the one-process cluster with `--spin 0`, beside its default (`--no-spin-baseline`).
+    var spinBaseline = true
     /// `true` commands for the command run (the worker's per-command path); 0 = skip it (`--no-commands`).
     var commandOperations = 2_000
 
@@ -63,6 +65,8 @@ struct ClusterOptions {
       --no-one-process        skip the one-process cluster (opq-coordinator --local-workers N: the workers on threads
                               of the coordinator over inproc://, what `opq run` starts), measured by default beside the
                               separate processes for throughput, latency and the chain
+      --no-spin-baseline      skip the one-process cluster with --spin 0 (its event loops sleeping at once instead
+                              of polling up to 50 µs for handlers' finishes), measured by default beside it
       --curve                 also measure throughput over loopback TCP, without and with CURVE (encryption and
                               key authentication), at the largest slot count
       --keep-logs             keep the temporary directory with the processes' logs
@@ -91,6 +95,7 @@ struct ClusterOptions {
             case "--no-dashboard": options.dashboard = false
             case "--curve": options.curve = true
             case "--no-one-process": options.oneProcess = false
+            case "--no-spin-baseline": options.spinBaseline = false
             case "--commands": options.commandOperations = reader.positive(for: argument)
             case "--no-commands": options.commandOperations = 0
             case "--keep-logs": options.keepLogs = true

@@ -1,4 +1,5 @@
 import Foundation
+import ZeroMQ
 
 /// Everything one `opq-bench cluster` run measured; printed as tables or as JSON.
 struct ClusterReport: Codable {
@@ -12,6 +13,9 @@ struct ClusterReport: Codable {
     /// The same two on the one-process cluster (`opq-coordinator --local-workers`, what `opq run` starts).
     var oneProcessLatency: ClusterLatency?
     var oneProcessChain: ClusterChain?
+    /// The same two on the one-process cluster started with `--spin 0` (its loops never poll before they sleep).
+    var noSpinLatency: ClusterLatency?
+    var noSpinChain: ClusterChain?
     var commands: ClusterCommands?
     var failover: ClusterFailover?
     var dashboard: ClusterDashboard?
@@ -212,6 +216,12 @@ struct ClusterReport: Codable {
                 table.append(["one process: Submit sent → finished event", Format.grouped(one.samples), Self.microseconds(one.clientP50Microseconds),
                               "", Self.microseconds(one.clientP99Microseconds), ""])
             }
+            if let slept = noSpinLatency {
+                table.append(["one process --spin 0: ready → executing", Format.grouped(slept.samples), Self.microseconds(slept.p50Microseconds),
+                              Self.microseconds(slept.p90Microseconds), Self.microseconds(slept.p99Microseconds), Self.microseconds(slept.maxMicroseconds)])
+                table.append(["one process --spin 0: Submit sent → finished", Format.grouped(slept.samples), Self.microseconds(slept.clientP50Microseconds),
+                              "", Self.microseconds(slept.clientP99Microseconds), ""])
+            }
             out.append(table.render())
             out.append("  one no-op at a time on an idle cluster (\(workers) workers × \(ClusterBenchmark.latencySlots) slots); ready and executing are")
             out.append("  the coordinator's timestamps on the watch stream's events (HdrHistogram, 3 significant digits).")
@@ -226,8 +236,10 @@ struct ClusterReport: Codable {
                               Format.fixed(ratio, 1) + "× "
                                   + (chain.operations < Self.chainGoalLength ? "n/a" : Format.verdict(ratio >= Self.chainRatioGoal))
                           } ?? "—"])
-            if let one = oneProcessChain {
-                table.append(["opq, one process: workers inside the coordinator", Format.size(one.operations), Format.seconds(one.seconds),
+            for (label, one) in [("opq, one process: workers inside the coordinator", oneProcessChain),
+                                 ("opq, one process, --spin 0", noSpinChain)] {
+                guard let one else { continue }
+                table.append([label, Format.size(one.operations), Format.seconds(one.seconds),
                               Format.rate(one.operationsPerSecond), chain.foundationOperationsPerSecond.map { Format.fixed(one.operationsPerSecond / $0, 1) + "×" } ?? "—"])
             }
             if let seconds = chain.foundationSeconds, let rate = chain.foundationOperationsPerSecond {
@@ -243,8 +255,13 @@ struct ClusterReport: Codable {
                 out.append("  one link (finish → dispatch → start, one round trip): coordinator \(Format.fixed(coordinator, 1)) µs CPU, \(switches[0]) context")
                 out.append("  switches; workers \(Format.fixed(workersCPU, 1)) µs CPU, \(switches[1]) switches (all threads, /proc/PID/task/*/status).")
             }
-            if let one = oneProcessChain, let cpu = one.coordinatorCPUMicrosecondsPerOperation {
-                out.append("  one process: \(Format.fixed(cpu, 1)) µs CPU and \(one.coordinatorContextSwitchesPerOperation.map { Format.fixed($0, 2) } ?? "—") switches per link, coordinator and workers together.")
+            for (label, one) in [("one process", oneProcessChain), ("one process, --spin 0", noSpinChain)] {
+                guard let one, let cpu = one.coordinatorCPUMicrosecondsPerOperation else { continue }
+                out.append("  \(label): \(Format.fixed(cpu, 1)) µs CPU and \(one.coordinatorContextSwitchesPerOperation.map { Format.fixed($0, 2) } ?? "—") switches per link, coordinator and workers together.")
+            }
+            if noSpinChain != nil {
+                out.append("  one process polls up to \(SpinningWait.oneProcessDefaultMicroseconds) µs for a handler's finish before it sleeps (opq-coordinator --spin, its default")
+                out.append("  with --local-workers); --spin 0 sleeps at once, and each link pays two threads' wake-ups.")
             }
         }
         if let commands {

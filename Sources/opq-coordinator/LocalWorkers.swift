@@ -34,15 +34,16 @@ final class LocalWorkers: @unchecked Sendable {
 
     /// Makes `count` workers of `slots` slots each (CPUs = slots, the machine's memory, as `opq-worker`
     /// offers by default) for `coordinator`, which must have bound ``endpoint``; nothing runs until ``start()``.
-    init(count: Int, slots: Int, killGrace: Double, heartbeat: Double, coordinator: Coordinator, logger: Logger) throws {
+    init(count: Int, slots: Int, killGrace: Double, heartbeat: Double, spin: Duration, coordinator: Coordinator, logger: Logger) throws {
         self.coordinator = coordinator
         self.logger = logger
         drainLimit = killGrace
         let memory = Int(clamping: ProcessInfo.processInfo.physicalMemory)
         workers = try (1...max(1, count)).map { k in
-            let configuration = WorkerConfiguration(coordinator: Self.endpoint, name: "local-\(k)", slots: slots,
+            var configuration = WorkerConfiguration(coordinator: Self.endpoint, name: "local-\(k)", slots: slots,
                                                     killGracePeriod: killGrace, heartbeatInterval: heartbeat)
                 .with(cpus: slots, memory: memory)
+            configuration.spin = spin
             return try Worker(configuration: configuration, logger: logger, context: coordinator.context)
         }
     }

@@ -134,6 +134,9 @@ struct OPQCoordinatorCommand: ParsableCommand {
     /// The most `--local-workers`: each is a thread, a socket and a watchdog process.
     static let maxLocalWorkers = 256
 
+    @Option(help: ArgumentHelp("Microseconds the event loop (and each local worker's) polls without sleeping after handing in-process work (handlers) to a thread of this process, before it waits: a sleeping thread wakes tens of microseconds after its message, a polling one at once. Backs off while nothing comes; never while commands run. 0 to \(SpinningWait.maximumMicroseconds); 0 = never. Default: \(SpinningWait.oneProcessDefaultMicroseconds) with --local-workers, else 0.", valueName: "µs"))
+    var spin: Int?
+
     @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.")
     var logLevel: String = "info"
 
@@ -193,6 +196,7 @@ struct OPQCoordinatorCommand: ParsableCommand {
             throw ValidationError(problem)
         }
         if localSlots != nil, localWorkers == 0 { throw ValidationError("--local-slots is for --local-workers N: give that too") }
+        if let spin, let problem = SpinningWait.problem(microseconds: spin) { throw ValidationError("--spin: \(problem)") }
         if localWorkers > 0, curveIsOn {
             throw ValidationError("""
                 --local-workers runs workers inside this process, which CURVE cannot authenticate (they have no key): \
@@ -243,6 +247,7 @@ struct OPQCoordinatorCommand: ParsableCommand {
         configuration.outputSpoolCap = max(0, outputSpoolCap) << 20
         configuration.outputSpoolBudget = max(0, outputSpoolBudget) << 20
         if localWorkers > 0 { configuration.inProcessWorkersEndpoint = LocalWorkers.endpoint }
+        configuration.spin = spin.map { .microseconds($0) } ?? (localWorkers > 0 ? SpinningWait.oneProcessDefault : .zero)
         let coordinator: Coordinator
         do {
             if let ipc { try configuration.usePrivateIPC(in: ipc) }
@@ -256,7 +261,7 @@ struct OPQCoordinatorCommand: ParsableCommand {
         do {
             local = localWorkers == 0 ? nil : try LocalWorkers(
                 count: localWorkers, slots: localSlots ?? ProcessInfo.processInfo.activeProcessorCount, killGrace: killGrace,
-                heartbeat: heartbeat, coordinator: coordinator, logger: Logger(label: "opq.worker"))
+                heartbeat: heartbeat, spin: configuration.spin, coordinator: coordinator, logger: Logger(label: "opq.worker"))
         } catch {
             FileHandle.standardError.write(Data("opq-coordinator: \(error)\n".utf8))
             throw ExitCode(2)
@@ -278,14 +283,16 @@ struct OPQCoordinatorCommand: ParsableCommand {
                 throw ExitCode(2)
             }
         }
-        let httpField = dashboard.map { " http=\($0.url)" } ?? ""
-        FileHandle.standardOutput.write(Data("opq-coordinator workers=\(coordinator.workersEndpoint) clients=\(coordinator.clientsEndpoint)\(httpField)\n".utf8))
-        FileHandle.standardOutput.synchronizeFile()
-        // Local workers stop first (they report and say goodbye), then the coordinator.
+        // Local workers stop first (they report and say goodbye), then the coordinator. Both set up before
+        // the start line: a SIGTERM sent on seeing it stops the cluster, never meets the default action.
+        // (The workers connect over inproc:// to the bound socket; the loop serves them once it runs.)
+        local?.start()
         let signals = SignalTrap.handle([SIGINT, SIGTERM]) { signal in
             if let local { local.stop(reason: SignalTrap.name(of: signal)) } else { coordinator.stop() }
         }
-        local?.start()
+        let httpField = dashboard.map { " http=\($0.url)" } ?? ""
+        FileHandle.standardOutput.write(Data("opq-coordinator workers=\(coordinator.workersEndpoint) clients=\(coordinator.clientsEndpoint)\(httpField)\n".utf8))
+        FileHandle.standardOutput.synchronizeFile()
         try coordinator.run()
         dashboard?.task.cancel()
         withExtendedLifetime((signals, reload)) {}

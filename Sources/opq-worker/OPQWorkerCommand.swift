@@ -82,6 +82,9 @@ struct OPQWorkerCommand: ParsableCommand {
     @Option(help: ArgumentHelp("CURVE: this worker's secret key file, mode 0600 (environment: OPQ_CURVE_SECRET_KEY).", valueName: "file"))
     var curveKey: String?
 
+    @Option(help: ArgumentHelp("Microseconds the worker polls without sleeping before it waits, while none of its commands runs: for handlers and a coordinator with cores to spare, a polling thread sees the next message at once, a sleeping one tens of microseconds later. Backs off while nothing comes. 0 to \(SpinningWait.maximumMicroseconds); default 0 = never.", valueName: "µs"))
+    var spin = 0
+
     /// The agent's configuration built from the options.
     var workerConfiguration: WorkerConfiguration {
         get throws {
@@ -92,12 +95,14 @@ struct OPQWorkerCommand: ParsableCommand {
                 }
                 labelMap[String(label[..<equals])] = String(label[label.index(after: equals)...])
             }
-            return WorkerConfiguration(
+            var configuration = WorkerConfiguration(
                 coordinator: coordinator, name: name ?? WorkerConfiguration.defaultName(), slots: slotCount,
                 queues: queues.map { Set($0.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }) },
                 labels: labelMap, killGracePeriod: killGrace, heartbeatInterval: heartbeat)
                 .with(cpus: cpus ?? slotCount,
                       memory: memory.flatMap(ByteSize.bytes(parsing:)) ?? Int(clamping: ProcessInfo.processInfo.physicalMemory))
+            configuration.spin = .microseconds(spin)
+            return configuration
         }
     }
 
@@ -110,6 +115,7 @@ struct OPQWorkerCommand: ParsableCommand {
             memory.flatMap { Limits.memoryProblem($0, name: "--memory") },
             Limits.durationProblem(killGrace, name: "--kill-grace"),
             Limits.durationProblem(heartbeat, name: "--heartbeat", positive: true),
+            SpinningWait.problem(microseconds: spin).map { "--spin: \($0)" },
         ]
         if let problem = problems.compactMap({ $0 }).first { throw ValidationError(problem) }
         do {

@@ -148,4 +148,72 @@ import Testing
         #expect(run.output.contains("--local-workers"), "\(run.output)")
         #expect(run.output.contains("CURVE"), "\(run.output)")
     }
+
+    /// The numbers of the coordinator's "spinning before waits" line (logged at debug when it stops), after
+    /// a graceful stop; nil when there is none (it never spins).
+    static func spins(afterStopping cluster: TestCluster) throws -> (hits: Int, misses: Int)? {
+        let coordinator = try #require(cluster.coordinator)
+        coordinator.signal(SIGTERM)
+        let status = coordinator.waitForExit(within: 30)
+        #expect(status == 0, "the coordinator did not stop cleanly (status \(String(describing: status)))\n\(cluster.logs)")
+        let log = try String(contentsOf: coordinator.logURL, encoding: .utf8)
+        guard let line = log.split(separator: "\n").first(where: { $0.contains("spinning before waits") }) else { return nil }
+        func number(_ key: String) -> Int? {
+            line.firstMatch(of: try! Regex("\(key)=([0-9]+)"))?.output[1].substring.flatMap { Int($0) }
+        }
+        return try (#require(number("hits"), "\(line)"), #require(number("misses"), "\(line)"))
+    }
+
+    @Test func theLoopSpinsAfterDispatchingHandlersAndNeverForCommands() throws {
+        // A chain of handler no-ops: each link is dispatched and its finish comes back within the spin.
+        let handlers = try Self.start(workers: 1, slots: 1, ["--spin", "1000"])
+        defer { handlers.stop() }
+        do {
+            let coordinator = try RemoteCoordinator(endpoint: handlers.clientsEndpoint, timeout: 20)
+            defer { coordinator.close() }
+            let links = (0..<100).map { _ in RemoteOperation(handler: "noop") }
+            for (before, after) in zip(links, links.dropFirst()) { try after.addDependency(before) }
+            try RemoteOperationQueue(name: "work", coordinator: coordinator).addOperations(links, waitUntilFinished: false)
+            #expect(links.last!.waitUntilFinished(timeout: 60), "the chain did not finish\n\(handlers.logs)")
+            #expect(links.allSatisfy { $0.outcome == .succeeded })
+        }
+        // Whether a spin finds the finish depends on how busy the machine's cores are; that the loop spins
+        // after dispatching handlers does not.
+        let spun = try #require(try Self.spins(afterStopping: handlers), "no spin logged\n\(handlers.logs)")
+        #expect(spun.hits + spun.misses > 0, "\(spun)")
+
+        // Commands only: a command's end is a process away, the coordinator never spins for it.
+        let commands = try Self.start(workers: 1, slots: 1, ["--spin", "1000"])
+        defer { commands.stop() }
+        do {
+            let coordinator = try RemoteCoordinator(endpoint: commands.clientsEndpoint, timeout: 20)
+            defer { coordinator.close() }
+            let operations = (0..<10).map { _ in RemoteOperation(command: ["/bin/true"]) }
+            try RemoteOperationQueue(name: "work", coordinator: coordinator).addOperations(operations, waitUntilFinished: false)
+            for operation in operations { #expect(operation.waitUntilFinished(timeout: 60), "\(commands.logs)") }
+        }
+        let none = try #require(try Self.spins(afterStopping: commands), "no spin logged\n\(commands.logs)")
+        #expect(none.hits == 0 && none.misses == 0, "\(none)")
+
+        // --spin 0: no spinning at all, nothing to log. (Stopped as soon as its start line is out: a SIGTERM
+        // then stops it as any other, exit 0.)
+        let off = try Self.start(workers: 1, slots: 1, ["--spin", "0"])
+        defer { off.stop() }
+        _ = try off.cluster.coordinatorStartLine(within: 30)
+        #expect(try Self.spins(afterStopping: off) == nil)
+    }
+
+    @Test(arguments: [
+        ("opq-coordinator", ["--local-workers", "1", "--spin", "1001"], "--spin: the spin must be from 0 to 1000 microseconds, not 1001"),
+        ("opq-coordinator", ["--spin=-5"], "--spin: the spin must be from 0 to 1000 microseconds, not -5"),
+        ("opq-worker", ["--spin", "99999999999999999"], "--spin: the spin must be from 0 to 1000 microseconds, not 99999999999999999"),
+    ])
+    func aSpinOutsideItsRangeIsRefused(program: String, arguments: [String], message: String) throws {
+        let cluster = try TestCluster()
+        defer { cluster.stop() }
+        let run = try ChildProcess(program, arguments + (program == "opq-coordinator" ? ["--state", cluster.path("state")] : []),
+                                   name: "refused", logDirectory: cluster.directory)
+        #expect(run.finish(within: 30) == 64)
+        #expect(run.output.contains(message), "\(run.output)")
+    }
 }
