@@ -35,17 +35,25 @@ public enum SignalTrap {
 
     /// Runs `handler` with the signal's number each time one of `signals` arrives, on a global Dispatch
     /// queue, until the returned ``Handlers`` are cancelled or released. The signals' default actions
-    /// are turned off first, so a signal that arrives before the handler runs never terminates us.
+    /// are turned off first, so a signal that arrives before the handler runs never terminates us; and
+    /// this returns only once Dispatch watches them (its sources register on a thread of their own,
+    /// later: a signal in between would be ignored and lost, e.g. a SIGTERM sent on seeing a server's
+    /// start line).
     public static func handle(_ signals: [Int32], _ handler: @escaping (Int32) -> Void) -> Handlers {
         unblock(signals)
         defer { ChildSpawn.signalDispositionsChanged() }
-        return Handlers(signals.map { number in
+        let registered = DispatchSemaphore(value: 0)
+        let sources = signals.map { number in
             signal(number, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
             source.setEventHandler { handler(number) }
+            source.setRegistrationHandler { registered.signal() }
             source.resume()
             return source
-        })
+        }
+        // Bounded: Dispatch registers a source within microseconds; never hang a start on it.
+        for _ in sources { _ = registered.wait(timeout: .now() + 5) }
+        return Handlers(sources)
     }
 
     /// The usual name of `signal` (`SIGINT`), for logs.

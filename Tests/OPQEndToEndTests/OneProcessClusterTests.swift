@@ -195,11 +195,13 @@ import Testing
         let none = try #require(try Self.spins(afterStopping: commands), "no spin logged\n\(commands.logs)")
         #expect(none.hits == 0 && none.misses == 0, "\(none)")
 
-        // --spin 0: no spinning at all, nothing to log. (Stopped as soon as its start line is out: a SIGTERM
-        // then stops it as any other, exit 0.)
+        // --spin 0: no spinning at all, nothing to log.
         let off = try Self.start(workers: 1, slots: 1, ["--spin", "0"])
         defer { off.stop() }
-        _ = try off.cluster.coordinatorStartLine(within: 30)
+        do {
+            let client = try CoordinatorConnection(endpoint: off.clientsEndpoint)
+            #expect(try Self.workerNames(client, count: 1, cluster: off) == ["local-1"], "\(off.logs)")
+        }
         #expect(try Self.spins(afterStopping: off) == nil)
     }
 
