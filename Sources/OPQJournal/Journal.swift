@@ -54,6 +54,8 @@ public final class Journal {
     private var encodingProblem: String?
     /// The file system's free bytes when last read, and when (`DispatchTime` nanoseconds).
     private var freeSpace: (bytes: Int64, readAt: UInt64)?
+    /// Checkpoints and background write-back of the WAL, in place of SQLite's automatic checkpoint.
+    let walUpkeep: WALUpkeep
 
     /// Opens (or creates) the journal at `path` and takes its lock. A file that is empty, is not an opq
     /// journal, is damaged, is locked by another process or cannot be read is an error — never replaced
@@ -75,11 +77,17 @@ public final class Journal {
         let existed = access(path, F_OK) == 0
         do {
             database = try DatabaseQueue(path: path, configuration: configuration)
-            statements = try database.writeWithoutTransaction { db in
+            let connection: SQLiteConnection
+            (statements, connection) = try database.writeWithoutTransaction { db in
                 try Journal.prepareSchema(db, path: path)
                 guard let connection = db.sqliteConnection else { throw JournalError.unreadable(path: path, problem: "SQLite closed the journal") }
-                return try CommitStatements(connection: connection)
+                return (try CommitStatements(connection: connection), connection)
             }
+            // The WAL exists now (WAL mode, read at least once). With `synchronous=FULL` every commit syncs it.
+            let writeback = sync == .powerLoss ? nil : WALWriteback(journalPath: path)
+            walUpkeep = WALUpkeep(connection: connection, policy: WALCheckpoints(
+                checkpointFrames: Journal.checkpointFrames, maxFrames: Journal.maxCheckpointFrames,
+                syncFrames: writeback == nil ? nil : Journal.syncFrames), writeback: writeback)
         } catch {
             let failure = error as? JournalError ?? JournalError.reading(error, path: path)
             // A journal this call created but could not finish (a full disk) must not stay behind: the next
@@ -91,6 +99,9 @@ public final class Journal {
 
     deinit {
         statements = nil  // finalized before GRDB closes the connection (it cannot close with them open)
+        walUpkeep.uninstall()
+        try? database.close()
+        walUpkeep.writeback?.close()  // its descriptor only once SQLite has closed the file
     }
 
     /// Checks the file's identity and version, creating the schema in an empty file.
