@@ -10,7 +10,7 @@ import GRDBSQLite
 final class WALUpkeep {
     private let connection: SQLiteConnection
     private var policy: WALCheckpoints
-    /// The background write-back (nil with ``Journal/Sync/powerLoss``, or when the WAL could not be opened).
+    /// The background write-back (nil with ``Journal/Sync/powerLoss``).
     let writeback: WALWriteback?
     /// Checkpoints run (attempted) so far.
     private(set) var checkpoints = 0

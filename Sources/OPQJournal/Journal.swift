@@ -83,7 +83,7 @@ public final class Journal {
                 guard let connection = db.sqliteConnection else { throw JournalError.unreadable(path: path, problem: "SQLite closed the journal") }
                 return (try CommitStatements(connection: connection), connection)
             }
-            // The WAL exists now (WAL mode, read at least once). With `synchronous=FULL` every commit syncs it.
+            // With `synchronous=FULL` every commit syncs the WAL already.
             let writeback = sync == .powerLoss ? nil : WALWriteback(journalPath: path)
             walUpkeep = WALUpkeep(connection: connection, policy: WALCheckpoints(
                 checkpointFrames: Journal.checkpointFrames, maxFrames: Journal.maxCheckpointFrames,
