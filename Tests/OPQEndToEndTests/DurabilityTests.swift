@@ -124,6 +124,25 @@ import Testing
         }
     }
 
+    @Test func finishesAcknowledgedAcrossManyWALCheckpointsSurviveAKill() throws {
+        let (cluster, connection) = try Self.start(workers: 1, slots: 1)
+        var client = connection
+        defer { cluster.stop() }
+        // A chain of no-op handlers, a loop turn and a commit (a WAL frame or more) per link: the WAL is written back
+        // in the background and checkpointed several times over (issue 19), then the coordinator dies
+        // without closing it.
+        let count = 3_000
+        let receipt = try client.submit(Submission((0..<count).map { k in
+            OperationSpec(name: "op\(k)", work: .handler(name: "noop", payload: []), dependencies: k == 0 ? [] : [.name("op\(k - 1)")])
+        }))
+        #expect(try client.finish(receipt.job, within: 120, cluster: cluster).counts.succeeded == count)
+        let walBytes = (try? FileManager.default.attributesOfItem(atPath: cluster.stateDirectory + "/journal.sqlite-wal")[.size] as? Int) ?? 0
+        #expect(walBytes <= 32 + 2_004 * (4_096 + 24), "the WAL grew to \(walBytes) bytes")
+        client = try Self.restart(cluster)
+        let job = try client.request { $0.getJob.job = receipt.job }.reply.job
+        #expect(job.counts.succeeded == count, "\(job.counts)\n\(cluster.logs)")
+    }
+
     @Test func aSuspendedQueueStaysSuspendedAcrossARestart() throws {
         let (cluster, connection) = try Self.start()
         var client = connection
