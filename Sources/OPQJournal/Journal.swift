@@ -21,6 +21,11 @@ import OPQCore
 /// ``JournalError/journalLocked(path:)``. The lock lives on the file's inode, so deleting or replacing
 /// the state directory's lock file does not release it.
 ///
+/// Checkpoints: not SQLite's automatic one but ``WALUpkeep``'s, at the same WAL length (1,000 pages), once
+/// a background `fdatasync` of the WAL (``WALWriteback``) has written its frames: the checkpoint's own
+/// syncs, which keep the file whole across a power loss and still run in the commit, then find almost
+/// nothing to write. Hard bound: 2,000 pages (see ``WALCheckpoints``).
+///
 /// Disk full: a commit that fails with `SQLITE_FULL` throws ``JournalError/diskFull(path:)`` and keeps
 /// what was queued, so the caller can commit it again once there is space (``hasRoom(for:)``).
 ///

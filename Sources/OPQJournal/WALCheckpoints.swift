@@ -13,6 +13,12 @@
 /// last few turns to write. ``maxFrames`` bounds the WAL however slow the disk: there the checkpoint
 /// runs whatever the background sync is doing.
 ///
+/// Measured (`opq-bench cluster`, a 10,000-link chain of the one-process cluster, `perf trace` of the
+/// coordinator): the loop's fsync time fell from 36.9 to 8.8 ms on a quiet disk (10 checkpoints, 3
+/// syncs each: ≈ 0.9 µs per link instead of 3.7), the background thread's 80 syncs taking 57 ms
+/// beside it. On a disk busy with another writer each sync waits milliseconds for the device however
+/// little it writes, and the loop's share stays ≈ 6–9 µs per link: the checkpoint's three waits remain.
+///
 /// Without a background write-back (``Journal/Sync/powerLoss``: every commit already fsyncs the WAL) a
 /// checkpoint runs as soon as it is due, as SQLite's own would.
 struct WALCheckpoints {
