@@ -54,6 +54,9 @@ public final class Coordinator: @unchecked Sendable {
 
     private let wakeRead: Int32
     private let wakeWrite: Int32
+    /// Loops served by this one's thread (``host(_:)``): polled with the coordinator's sockets, each given
+    /// a turn after every wait, until it ends.
+    private var guests: [any PollGuest] = []
 
     /// Takes the state directory and replays its journal, then binds both endpoints. Fails with a clear
     /// error for a locked, damaged or unreadable state directory (``JournalError``), a non-loopback
@@ -168,6 +171,13 @@ public final class Coordinator: @unchecked Sendable {
         return stopping
     }
 
+    /// Serves `guest` on the loop's thread from the first turn on (the workers of a one-process cluster:
+    /// a command's end, the next dispatch and its spawn then take no thread wake-up). Call before
+    /// ``run()``, from the thread that will call it.
+    public func host(_ guest: any PollGuest) {
+        guests.append(guest)
+    }
+
     /// Runs the event loop until ``stop()``; then tells the workers and closes the sockets. Each turn:
     /// poll until the next wake-up → hand each message to the state machine and carry out what it asks at
     /// once → let time pass → finish the turn (journal, commit, sends) → publish telemetry.
@@ -186,9 +196,16 @@ public final class Coordinator: @unchecked Sendable {
                 logger.debug("spinning before waits", metadata: ["hits": "\(spinning.hits)", "misses": "\(spinning.misses)"])
             }
         }
+        for guest in guests { guest.attach(to: &poller) }
+        defer {
+            // Guests still served when the loop ends (a stop not made by them: see LocalWorkers) end now.
+            for guest in guests { guest.hostEnded() }
+            guests.removeAll()
+        }
         while true {
-            try poller.poll(timeout: max(0, Int(((wakeAt - clock.now()) * 1000).rounded(.up))),
-                            spinning: &spinning, expecting: dispatchedInProcessWork)
+            var timeout = max(0, Int(((wakeAt - clock.now()) * 1000).rounded(.up)))
+            for guest in guests { timeout = min(timeout, guest.prepareWait(&poller)) }
+            try poller.poll(timeout: timeout, spinning: &spinning, expecting: dispatchedInProcessWork)
             dispatchedInProcessWork = false
             let now = clock.now()
             state.wallTime = Date().timeIntervalSince1970
@@ -198,6 +215,8 @@ public final class Coordinator: @unchecked Sendable {
             if poller.isReadable(clients) { try drain(clientsSocket, now: now, handle: handleAuthenticatedClientMessage) }
             state.tick(now: now)
             wakeAt = try finishTurn(now: now)
+            // After the turn's sends: a guest worker reads this turn's dispatches now, not one wait later.
+            if !guests.isEmpty { guests.removeAll { !$0.turn(&poller) } }
             observeTurn(now: now)
             heapTrim.afterTurn(operationTotal: state.core.operationTotal)
             if let publish = telemetry?.nextPublish { wakeAt = min(wakeAt, publish) }

@@ -10,13 +10,15 @@ import Glibc
 import Darwin
 #endif
 
-/// The socket thread of a ``WorkerAgent``: owns the DEALER socket and runs the connection's loop.
+/// The socket thread of a ``WorkerAgent``: owns the DEALER socket and runs the connection's loop — on a
+/// thread of its own (``run()``), or as a guest of another loop on that loop's thread (``HostedAgent``:
+/// the workers of a one-process cluster, served by the coordinator's loop).
 ///
 /// Each turn: poll (the socket, the event inbox's pipe and the child monitor's epoll set, until the next
 /// deadline) → drain and reap the commands that are ready (``ChildMonitor``) → take the runner's
 /// events into the outbox → read every message from the coordinator → apply a stop request → run the
 /// phase's timers (connect, register, heartbeats, the lease) → send all pending reports as one `Reports`
-/// message → leave with `Goodbye` once a stop is complete. Not thread-safe: lives on `run()`'s thread.
+/// message → leave with `Goodbye` once a stop is complete. Not thread-safe: lives on the thread that serves it.
 ///
 /// Leases (SEMANTICS §7): the worker may run attempts only while it holds a lease. Every message it sends
 /// carries its own clock reading (`lease_request`); the coordinator echoes the latest one it received
@@ -56,10 +58,19 @@ final class AgentConnection {
     var socket: Socket?
     /// Over CURVE: the socket's handshakes, telling a refused key from no coordinator.
     private var handshakes: HandshakeWatch?
-    /// Polls the inbox's pipe (item 0), the child monitor (item 1) and the socket, when there is one.
-    private var poller = Poller()
-    /// The socket's index in ``poller``.
-    private var socketItem: Int?
+    /// Where this connection's items are in the poller that serves it (``attach(to:)``).
+    struct PollItems {
+        /// The inbox's pipe.
+        var inbox: Int
+        /// The child monitor's epoll set.
+        var children: Int
+        /// The socket (a negative descriptor, never ready, while there is none).
+        var socket: Int
+    }
+    /// This connection's items in the poller that serves it.
+    private var items = PollItems(inbox: 0, children: 1, socket: 2)
+    /// The socket the poller's socket item holds: ``socket`` as of the last wait.
+    private var polledSocket: Socket?
     /// Where the connection stands; starts by connecting at once.
     var phase = Phase.waiting(until: 0)
     /// The delays between reconnection attempts.
@@ -133,41 +144,56 @@ final class AgentConnection {
         spinning = SpinningWait(limit: agent.configuration.spin)
     }
 
-    /// Runs until a stop is complete. Throws when the socket cannot be set up or polled at all
+    /// Runs until a stop is complete, on the calling thread with a poller of its own; ``end()`` follows
+    /// (``WorkerAgent/close(_:)``). Throws when the socket cannot be set up or polled at all
     /// (`ZMQError`), or when the coordinator refused the registration for good (``RegistrationRefused``).
     func run() throws {
-        defer {
-            closeSocket()
-            if ownsContext { context.close() }
-        }
-        rebuildPoller()
-        // Dispatched commands are spawned from this thread, which serves the worker until it stops; what
-        // an attempt started here posts at once is taken before the next poll, without a wake-up.
-        ChildSpawn.markThreadLongLived()
-        agent.inbox.adoptCurrentThread()
-        logger.info("worker starting", metadata: ["slots": "\(configuration.slots)"])
+        begin()
+        var poller = Poller()
+        attach(to: &poller)
         while !done {
-            try poll(now: MonotonicClock.now())
-            // Commands' output and ends first: a `finished` posted here goes out in this turn's Reports.
-            if poller.isReadable(Self.childrenItem) { agent.childMonitor?.service() }
-            let now = MonotonicClock.now()
-            absorbEvents(pipeReadable: poller.isReadable(Self.inboxItem))
-            receiveAll(now: now)
-            applyStopRequest(now: now)
-            releaseSignalledFromOutside(now: now)
-            try advance(now: now)
-            // An attempt dispatched by this turn's orders has usually started by now (on the local
-            // queue's thread): its `started` goes out in this turn's Reports, not one poll later.
-            absorbEvents(pipeReadable: false)
-            flush(now: now)
-            finishIfStopped(now: now)
+            let timeout = try prepareWait(&poller, now: MonotonicClock.now())
+            // Spinning pays off for what this process answers in microseconds (handlers, the in-process
+            // coordinator's next dispatch), never while a command runs: its end is a millisecond away or
+            // more, and the spinning core would be taken from it.
+            let expecting = spinning.limit > .zero && !(agent.childMonitor?.isWatching ?? false)
+            try poller.poll(timeout: timeout, spinning: &spinning, expecting: expecting)
+            try turn(poller)
         }
         if let refusal { throw refusal }
     }
 
-    // MARK: - Loop steps
+    // MARK: - Loop steps (also driven by another loop: ``HostedAgent``)
 
-    private func poll(now: Double) throws(ZMQError) {
+    /// Makes the calling thread this connection's: dispatched commands are spawned from it, and it serves
+    /// the worker until it stops; what an attempt started here posts at once is taken before the next
+    /// poll, without a wake-up.
+    func begin() {
+        ChildSpawn.markThreadLongLived()
+        agent.inbox.adoptCurrentThread()
+        logger.info("worker starting", metadata: ["slots": "\(configuration.slots)"])
+    }
+
+    /// Adds this connection's items to `poller`: the inbox's pipe, the child monitor's epoll set (never
+    /// ready without one) and the socket's place (empty until a socket is open; ``prepareWait(_:now:)``
+    /// keeps it current).
+    func attach(to poller: inout Poller) {
+        items = PollItems(inbox: poller.add(fileDescriptor: agent.inbox.readDescriptor),
+                          children: poller.add(fileDescriptor: agent.childMonitor?.descriptor ?? -1),
+                          socket: poller.add(fileDescriptor: -1))
+        polledSocket = nil
+    }
+
+    /// Makes this connection's items in `poller` inert (after its last turn, in a poller it shares).
+    func detach(from poller: inout Poller) {
+        for index in [items.inbox, items.children, items.socket] { poller.setFileDescriptor(-1, at: index) }
+        polledSocket = nil
+    }
+
+    /// Before a wait: puts the current socket in `poller` (one opened or closed since the last wait), sets
+    /// what it waits for, and returns how long the wait may last in milliseconds (until the next
+    /// deadline; 0 when events posted by this thread wait to be taken).
+    func prepareWait(_ poller: inout Poller, now: Double) throws(ZMQError) -> Int {
         var deadline = now + 1
         switch phase {
         case .waiting(let until): deadline = min(deadline, fenced.isEmpty ? until : max(until, leaseEndedAt + fenceWait))
@@ -179,19 +205,46 @@ final class AgentConnection {
         if let held = signalledFromOutside.first { deadline = min(deadline, held.until) }
         // Posted by this thread after the turn took its events (they wrote no wake-up byte).
         if agent.inbox.hasPending { deadline = now }
-        if let socketItem {
+        if polledSocket !== socket {
+            try poller.setSocket(socket, at: items.socket)
+            polledSocket = socket
+        }
+        if socket != nil {
             var events = PollEvents.readable
             if sendBlocked { events.insert(.writable) }
             if case .connecting = phase { events.insert(.writable) }
-            poller.setEvents(events, at: socketItem)
+            poller.setEvents(events, at: items.socket)
         }
-        // Spinning pays off for what this process answers in microseconds (handlers, the in-process
-        // coordinator's next dispatch), never while a command runs: its end is a millisecond away or more,
-        // and the spinning core would be taken from it.
-        let expecting = spinning.limit > .zero && !(agent.childMonitor?.isWatching ?? false)
-        try poller.poll(timeout: max(0, Int(((deadline - now) * 1000).rounded(.up))), spinning: &spinning, expecting: expecting)
+        return max(0, Int(((deadline - now) * 1000).rounded(.up)))
+    }
+
+    /// One turn after a wait (`poller` holds its results): drain and reap the commands that are ready
+    /// (``ChildMonitor``) → take the runner's events into the outbox → read every message from the
+    /// coordinator → apply a stop request → run the phase's timers (connect, register, heartbeats, the
+    /// lease) → send the pending reports as one `Reports` message → leave once a stop is complete
+    /// (``done``). Throws only when a socket cannot be opened at all.
+    func turn(_ poller: Poller) throws(ZMQError) {
         // Room again: this turn's sends retry (and set it again if they are still refused).
-        if let socketItem, poller.isWritable(socketItem) { sendBlocked = false }
+        if socket != nil, poller.isWritable(items.socket) { sendBlocked = false }
+        // Commands' output and ends first: a `finished` posted here goes out in this turn's Reports.
+        if poller.isReadable(items.children) { agent.childMonitor?.service() }
+        let now = MonotonicClock.now()
+        absorbEvents(pipeReadable: poller.isReadable(items.inbox))
+        receiveAll(now: now)
+        applyStopRequest(now: now)
+        releaseSignalledFromOutside(now: now)
+        try advance(now: now)
+        // An attempt dispatched by this turn's orders has usually started by now (on the local
+        // queue's thread): its `started` goes out in this turn's Reports, not one poll later.
+        absorbEvents(pipeReadable: false)
+        flush(now: now)
+        finishIfStopped(now: now)
+    }
+
+    /// Closes the socket, and the context if it is this connection's own; after the last turn.
+    func end() {
+        closeSocket()
+        if ownsContext { context.close() }
     }
 
     /// Moves the runner's events into the outbox — unless the lease is over: an attempt whose end the
@@ -318,7 +371,6 @@ final class AgentConnection {
             throw error
         }
         self.socket = socket
-        rebuildPoller()
         phase = .connecting(deadline: now + window)
         logger.debug("connecting")
     }
@@ -450,19 +502,6 @@ final class AgentConnection {
         handshakes = nil
         self.socket = nil
         sendBlocked = false
-        rebuildPoller()
         socket.close()
-    }
-
-    /// The inbox pipe's index in ``poller`` (always added first).
-    private static let inboxItem = 0
-    /// The child monitor's index in ``poller`` (always added second; -1, never ready, without one).
-    private static let childrenItem = 1
-
-    private func rebuildPoller() {
-        poller = Poller()
-        poller.add(fileDescriptor: agent.inbox.readDescriptor)
-        poller.add(fileDescriptor: agent.childMonitor?.descriptor ?? -1)
-        socketItem = socket.flatMap { try? poller.add($0) }
     }
 }

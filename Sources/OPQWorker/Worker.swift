@@ -112,6 +112,21 @@ public final class Worker: @unchecked Sendable {
         thread.start()
     }
 
+    /// Serves the coordinator as a guest of another loop, on that loop's thread (``PollGuest``: the
+    /// coordinator's loop, for the workers of a one-process cluster); returns the guest for the host. Use
+    /// it instead of ``run()`` or ``start()``; ``waitUntilStopped(timeout:)`` and ``stop(handBack:reason:)``
+    /// work as with them.
+    /// - Throws: when the worker cannot be set up at all (no lease watchdog, no file descriptors).
+    public func hosted() throws -> any PollGuest {
+        claimStart()
+        do {
+            return try HostedAgent(agent) { [self] result in finish(result) }
+        } catch {
+            finish(.failure(error))
+            throw error
+        }
+    }
+
     /// Asks the worker to stop; returns at once. First call: takes no new work, lets running operations
     /// finish and reports them, then leaves. With `handBack` (or a second call): stops running
     /// operations at once and hands them back to the coordinator to run elsewhere.

@@ -81,28 +81,36 @@ public final class WorkerAgent: @unchecked Sendable {
     ///   routing id libzmq refuses), or `SystemError` when the process is out of file descriptors —
     ///   before any work was taken.
     public func run() throws {
+        let connection = try open()
+        defer { close(connection) }
+        try connection.run()
+    }
+
+    /// Sets up what serving needs, once: the lease watchdog (no command may run without it: SEMANTICS §7,
+    /// leases), the child monitor and the connection (nothing connects until its first turn).
+    func open() throws -> AgentConnection {
         let first = lock.withLock {
             defer { hasRun = true }
             return !hasRun
         }
         precondition(first, "WorkerAgent.run() can be called only once")
         if let failure = inbox.failure { throw failure }
-        // The lease watchdog first: no command may run without it (SEMANTICS §7, leases).
         let watchdog = try LeaseWatchdog()
         leaseWatchdog = watchdog
         runner.leaseWatchdog = watchdog
         let children = try ChildMonitor()
         childMonitor = children
         runner.childMonitor = children
-        let connection = try AgentConnection(agent: self)
-        defer {
-            // Whatever ended the loop, no child process may outlive the agent (after a stop nothing is
-            // held any more, and this returns at once).
-            outputWindow.open()
-            runner.shutdown(handBack: true, timeout: 0)
-            reapUntilIdle(children, timeout: configuration.killGracePeriod + 1)
-        }
-        try connection.run()
+        return try AgentConnection(agent: self)
+    }
+
+    /// After the connection's last turn, on the thread that served it: whatever ended the loop, no child
+    /// process may outlive the agent (after a stop nothing is held any more, and this returns at once).
+    func close(_ connection: AgentConnection) {
+        connection.end()
+        outputWindow.open()
+        runner.shutdown(handBack: true, timeout: 0)
+        if let childMonitor { reapUntilIdle(childMonitor, timeout: configuration.killGracePeriod + 1) }
     }
 
     /// Services `children` on this thread (nobody else does once the loop is over) until every attempt is

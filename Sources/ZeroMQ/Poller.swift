@@ -67,6 +67,23 @@ public struct Poller {
         sockets.remove(at: index)
     }
 
+    /// Puts `socket` (or, with nil, nothing: a negative descriptor, never ready) at `index`, waiting for
+    /// `events`: a loop whose socket comes and goes keeps its place in a poller it shares (``PollGuest``).
+    public mutating func setSocket(_ socket: Socket?, events: PollEvents = .readable, at index: Int) throws(ZMQError) {
+        if let socket {
+            items[index] = zmq_pollitem_t(socket: try socket.openHandle("zmq_poll"), fd: -1, events: events.rawValue, revents: 0)
+        } else {
+            items[index] = zmq_pollitem_t(socket: nil, fd: -1, events: events.rawValue, revents: 0)
+        }
+        sockets[index] = socket
+    }
+
+    /// Puts the file descriptor `fileDescriptor` at `index` (negative: never ready), waiting for `events`.
+    public mutating func setFileDescriptor(_ fileDescriptor: Int32, events: PollEvents = .readable, at index: Int) {
+        items[index] = zmq_pollitem_t(socket: nil, fd: fileDescriptor, events: events.rawValue, revents: 0)
+        sockets[index] = nil
+    }
+
     /// Changes what the item at `index` waits for, e.g. adds `.writable` while output is pending.
     public mutating func setEvents(_ events: PollEvents, at index: Int) {
         items[index].events = events.rawValue

@@ -10,8 +10,10 @@ import OPQWorker
 /// skips libzmq's I/O threads: a round trip costs about half the latency and 0.4× the CPU of one between
 /// two processes over `ipc://`, and the dispatch path is made of round trips.
 ///
-/// Each worker keeps what a separate `opq-worker` has: its own socket thread, local queue and lease
-/// watchdog process (its commands are killed when its lease ends, or when this process dies).
+/// Each worker keeps what a separate `opq-worker` has — its connection, local queue and lease watchdog
+/// process (its commands are killed when its lease ends, or when this process dies) — but no socket
+/// thread: the coordinator's loop serves it (``OPQWorker/Worker/hosted()``), so the messages between them
+/// are read by the loop's next poll, which returns at once, instead of waking another thread.
 ///
 /// Stopping goes as ``OPQRuntime/LocalCluster/stop(grace:)`` goes for processes: the workers first (they
 /// take no new work and let running commands finish for up to the kill grace, then stop them and hand
@@ -34,25 +36,27 @@ final class LocalWorkers: @unchecked Sendable {
 
     /// Makes `count` workers of `slots` slots each (CPUs = slots, the machine's memory, as `opq-worker`
     /// offers by default) for `coordinator`, which must have bound ``endpoint``; nothing runs until ``start()``.
-    init(count: Int, slots: Int, killGrace: Double, heartbeat: Double, spin: Duration, coordinator: Coordinator, logger: Logger) throws {
+    init(count: Int, slots: Int, killGrace: Double, heartbeat: Double, coordinator: Coordinator, logger: Logger) throws {
         self.coordinator = coordinator
         self.logger = logger
         drainLimit = killGrace
         let memory = Int(clamping: ProcessInfo.processInfo.physicalMemory)
         workers = try (1...max(1, count)).map { k in
-            var configuration = WorkerConfiguration(coordinator: Self.endpoint, name: "local-\(k)", slots: slots,
+            let configuration = WorkerConfiguration(coordinator: Self.endpoint, name: "local-\(k)", slots: slots,
                                                     killGracePeriod: killGrace, heartbeatInterval: heartbeat)
                 .with(cpus: slots, memory: memory)
-            configuration.spin = spin
             return try Worker(configuration: configuration, logger: logger, context: coordinator.context)
         }
     }
 
-    /// Starts every worker on a thread of its own. A worker that ends with an error (e.g. no lease
-    /// watchdog could be started) is logged and stops the whole cluster: ``failure`` says why.
-    func start() {
+    /// Hands every worker to the coordinator's loop, which serves it on its own thread from its first
+    /// turn (``Coordinator/host(_:)``: a command's end, the next dispatch and the next spawn take no
+    /// thread wake-up); call before the loop runs, from its thread. A worker that ends with an error is
+    /// logged and stops the whole cluster: ``failure`` says why.
+    /// - Throws: when a worker cannot be set up at all (no lease watchdog process, no file descriptors).
+    func start() throws {
         for worker in workers {
-            worker.start()
+            coordinator.host(try worker.hosted())
             Thread.detachNewThread { [self] in
                 do {
                     try worker.waitUntilStopped()

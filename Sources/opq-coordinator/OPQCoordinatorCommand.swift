@@ -134,7 +134,7 @@ struct OPQCoordinatorCommand: ParsableCommand {
     /// The most `--local-workers`: each is a thread, a socket and a watchdog process.
     static let maxLocalWorkers = 256
 
-    @Option(help: ArgumentHelp("Microseconds the event loop (and each local worker's) polls without sleeping after handing in-process work (handlers) to a thread of this process, before it waits: a sleeping thread wakes tens of microseconds after its message, a polling one at once. Backs off while nothing comes; never while commands run. 0 to \(SpinningWait.maximumMicroseconds); 0 = never. Default: \(SpinningWait.oneProcessDefaultMicroseconds) with --local-workers, else 0.", valueName: "µs"))
+    @Option(help: ArgumentHelp("Microseconds the event loop (which also serves the local workers) polls without sleeping after handing in-process work (handlers) to a thread of this process, before it waits: a sleeping thread wakes tens of microseconds after its message, a polling one at once. Backs off while nothing comes; never while commands run. 0 to \(SpinningWait.maximumMicroseconds); 0 = never. Default: \(SpinningWait.oneProcessDefaultMicroseconds) with --local-workers, else 0.", valueName: "µs"))
     var spin: Int?
 
     @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.")
@@ -261,7 +261,7 @@ struct OPQCoordinatorCommand: ParsableCommand {
         do {
             local = localWorkers == 0 ? nil : try LocalWorkers(
                 count: localWorkers, slots: localSlots ?? ProcessInfo.processInfo.activeProcessorCount, killGrace: killGrace,
-                heartbeat: heartbeat, spin: configuration.spin, coordinator: coordinator, logger: Logger(label: "opq.worker"))
+                heartbeat: heartbeat, coordinator: coordinator, logger: Logger(label: "opq.worker"))
         } catch {
             FileHandle.standardError.write(Data("opq-coordinator: \(error)\n".utf8))
             throw ExitCode(2)
@@ -286,7 +286,12 @@ struct OPQCoordinatorCommand: ParsableCommand {
         // Local workers stop first (they report and say goodbye), then the coordinator. Both set up before
         // the start line: a SIGTERM sent on seeing it stops the cluster, never meets the default action.
         // (The workers connect over inproc:// to the bound socket; the loop serves them once it runs.)
-        local?.start()
+        do {
+            try local?.start()
+        } catch {
+            FileHandle.standardError.write(Data("opq-coordinator: cannot start the local workers: \(error)\n".utf8))
+            throw ExitCode(2)
+        }
         let signals = SignalTrap.handle([SIGINT, SIGTERM]) { signal in
             if let local { local.stop(reason: SignalTrap.name(of: signal)) } else { coordinator.stop() }
         }

@@ -1,0 +1,171 @@
+import Foundation
+import Logging
+import OPQCore
+import OPQWire
+import Testing
+import ZeroMQ
+@testable import OPQWorker
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A worker served by another loop's thread (``Worker/hosted()``, what the coordinator's loop does for the
+/// workers of a one-process cluster): the host polls the worker's items with its own and gives it a turn
+/// after each wait; the worker never runs a loop or a socket thread of its own.
+@Suite("Hosted worker: served by another loop's thread", .serialized)
+struct HostedAgentTests {
+    @Test("a hosted worker registers, runs dispatched work and reports it, all on the host's thread")
+    func runsWorkServedByTheHost() throws {
+        let coordinator = try FakeCoordinator()
+        defer { coordinator.close() }
+        let worker = try Self.worker(for: coordinator)
+        worker.register("thread") { ThreadHandler(context: $0) }
+        let host = HostLoop(try worker.hosted())
+        defer { host.end() }
+        try #require(try connect(coordinator) != nil)
+
+        try coordinator.dispatch(3, .command(.shell("echo hi")))
+        // A handler that runs where it is started: on the thread that received the dispatch.
+        try coordinator.dispatch(4, .handler(name: "thread", payload: []))
+        let collected = try coordinator.reports { $0.finished(3) != nil && $0.finished(4) != nil }
+        let reports = collected.map(\.report)
+        #expect(reports.finished(3)?.status == .succeeded)
+        let raw = try #require(collected.first { $0.report.finishedReport?.operation == 3 }).raw
+        #expect(String(decoding: try #require(reports.finished(3)).stdout.bytes(in: raw), as: UTF8.self) == "hi\n")
+        let handler = try #require(reports.finished(4))
+        let handlerRaw = try #require(collected.first { $0.report.finishedReport?.operation == 4 }).raw
+        #expect(handler.status == .succeeded)
+        #expect(String(decoding: handler.result.bytes(in: handlerRaw), as: UTF8.self) == "\(host.threadID)",
+                "the dispatch was received on another thread than the host's")
+        #expect(host.isServing, "the worker ended")
+    }
+
+    @Test("a stop lets the running command finish and report, then the worker says goodbye and ends its guest")
+    func aStopDrainsThenEndsTheGuest() throws {
+        let coordinator = try FakeCoordinator()
+        defer { coordinator.close() }
+        let worker = try Self.worker(for: coordinator)
+        let host = HostLoop(try worker.hosted())
+        defer { host.end() }
+        try #require(try connect(coordinator) != nil)
+
+        try coordinator.dispatch(4, .command(.shell("sleep 0.3; echo done")))
+        try #require(coordinator.reports { $0.started(4) }.map(\.report).started(4))
+        worker.stop(reason: "test")
+        let (reports, goodbye) = try reportsUntilGoodbye(coordinator)
+        #expect(reports.finished(4)?.status == .succeeded)
+        #expect(goodbye != nil)
+        #expect(goodbye?.handedBack.isEmpty == true)
+        #expect(try worker.waitUntilStopped(timeout: 10))
+        #expect(host.waitUntilGuestEnded(timeout: 10), "the guest's turn never said it had ended")
+    }
+
+    @Test("when the host's loop ends first, the worker kills its running command and ends")
+    func theHostEndingFirstEndsTheWorker() throws {
+        let coordinator = try FakeCoordinator()
+        defer { coordinator.close() }
+        let worker = try Self.worker(for: coordinator)
+        let host = HostLoop(try worker.hosted())
+        defer { host.end() }
+        try #require(try connect(coordinator) != nil)
+
+        let pidFile = coordinator.directory.appendingPathComponent("sleeper.pid").path
+        try coordinator.dispatch(5, .command(.shell("echo $$ > \(pidFile); exec sleep 60")))
+        try #require(coordinator.reports { $0.started(5) }.map(\.report).started(5))
+        let pid = try #require(try Self.pid(in: pidFile, within: 10))
+        host.end()
+        #expect(try worker.waitUntilStopped(timeout: 10), "the worker did not end with its host")
+        // Killed and reaped by the worker as it ended (not left running for the lease watchdog).
+        #expect(kill(pid, 0) == -1 && errno == ESRCH, "the command \(pid) still runs")
+    }
+
+    private static func worker(for coordinator: FakeCoordinator) throws -> Worker {
+        let configuration = WorkerConfiguration(
+            coordinator: coordinator.endpoint, name: "hosted-\(UUID().uuidString.prefix(8))", slots: 2, killGracePeriod: 1,
+            heartbeatInterval: 0.25, liveness: 4, initialReconnectDelay: 0.05, maximumReconnectDelay: 0.2)
+        return try Worker(configuration: configuration, logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }))
+    }
+
+    /// The process id a command wrote to `path`, once it is there (nil after `seconds`).
+    private static func pid(in path: String, within seconds: Double) throws -> pid_t? {
+        let deadline = Date().addingTimeInterval(seconds)
+        while Date() < deadline {
+            if let text = try? String(contentsOfFile: path, encoding: .utf8),
+               let pid = pid_t(text.trimmingCharacters(in: .whitespacesAndNewlines)) { return pid }
+            usleep(10_000)  // a file written by another process: nothing to wait on but its appearance
+        }
+        return nil
+    }
+}
+
+/// A loop standing in for the coordinator's: on a thread of its own, polls one guest's items (and nothing
+/// else), asks it how long to wait and gives it a turn after each wait, until the guest ends or ``end()``
+/// is called (then the guest is told: ``PollGuest/hostEnded()``).
+private final class HostLoop: @unchecked Sendable {
+    private let lock = NSLock()
+    private var stopping = false
+    private var guestEnded = false
+    /// The host's thread.
+    private var hostThread: pthread_t = 0
+    private let exited = DispatchSemaphore(value: 0)
+    private let started = DispatchSemaphore(value: 0)
+
+    init(_ guest: any PollGuest) {
+        let box = GuestBox(guest)
+        let thread = Thread { [self] in
+            lock.withLock { hostThread = pthread_self() }
+            started.signal()
+            var poller = Poller()
+            box.guest.attach(to: &poller)
+            while true {
+                if lock.withLock({ stopping }) {
+                    box.guest.hostEnded()
+                    break
+                }
+                // Bounded, so an `end()` is seen within 20 ms.
+                let timeout = min(20, box.guest.prepareWait(&poller))
+                do { try poller.poll(timeout: timeout) } catch { break }
+                if !box.guest.turn(&poller) {
+                    lock.withLock { guestEnded = true }
+                    break
+                }
+            }
+            exited.signal()
+        }
+        thread.name = "opq-test-host"
+        thread.start()
+        started.wait()
+    }
+
+    /// The host's thread.
+    var threadID: pthread_t { lock.withLock { hostThread } }
+
+    /// Whether the host still serves its guest.
+    var isServing: Bool { lock.withLock { !stopping && !guestEnded } }
+
+    /// Whether the host's loop ended within `timeout` seconds because its guest said it had ended.
+    func waitUntilGuestEnded(timeout: Double) -> Bool {
+        guard exited.wait(timeout: .now() + timeout) == .success else { return false }
+        exited.signal()  // later callers see it too
+        return lock.withLock { guestEnded }
+    }
+
+    /// Ends the loop (the guest is told) and waits for its thread; safe to call more than once.
+    func end() {
+        lock.withLock { stopping = true }
+        _ = exited.wait(timeout: .now() + 15)
+        exited.signal()
+    }
+}
+
+/// Carries a guest to the host's thread (it is used only there afterwards).
+private final class GuestBox: @unchecked Sendable {
+    let guest: any PollGuest
+    init(_ guest: any PollGuest) { self.guest = guest }
+}
+
+/// Answers with the thread it runs on (`pthread_self`), where it is started (not on a thread of its own).
+private final class ThreadHandler: HandlerOperation, @unchecked Sendable {
+    override var executesOnOwnThread: Bool { false }
+    override func execute() throws { result = Array("\(pthread_self())".utf8) }
+}
