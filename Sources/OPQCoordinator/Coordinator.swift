@@ -211,12 +211,20 @@ public final class Coordinator: @unchecked Sendable {
             state.wallTime = Date().timeIntervalSince1970
             if poller.isReadable(wake), wokenToStop(now: now) { break }
             if let zapItem, poller.isReadable(zapItem) { try answerZAP() }
-            if poller.isReadable(workers) { try drain(workersSocket, now: now, handle: handleWorkerMessage) }
-            if poller.isReadable(clients) { try drain(clientsSocket, now: now, handle: handleAuthenticatedClientMessage) }
+            let (workersReady, clientsReady) = (poller.isReadable(workers), poller.isReadable(clients))
+            let hosting = !guests.isEmpty
+            if hosting {
+                // Guests first: a command that ended is reaped and its report sent now, and read below.
+                guests.removeAll { !$0.turn(&poller) }
+                poller.clearResults()
+            }
+            if workersReady || hosting { try drain(workersSocket, now: now, handle: handleWorkerMessage) }
+            if clientsReady { try drain(clientsSocket, now: now, handle: handleAuthenticatedClientMessage) }
             state.tick(now: now)
             wakeAt = try finishTurn(now: now)
-            // After the turn's sends: a guest worker reads this turn's dispatches now, not one wait later.
-            if !guests.isEmpty { guests.removeAll { !$0.turn(&poller) } }
+            // After the turn's sends: a guest reads this turn's dispatches and starts them now, not one wait
+            // later (its `started` is read at the next turn).
+            if hosting { guests.removeAll { !$0.turn(&poller) } }
             observeTurn(now: now)
             heapTrim.afterTurn(operationTotal: state.core.operationTotal)
             if let publish = telemetry?.nextPublish { wakeAt = min(wakeAt, publish) }

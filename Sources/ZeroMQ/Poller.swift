@@ -106,6 +106,12 @@ public struct Poller {
         })
     }
 
+    /// Forgets the last poll's results (every item reads as not ready until the next poll): for a loop
+    /// that hands the same results to several parts of a turn and must not act on one twice.
+    public mutating func clearResults() {
+        for index in items.indices { items[index].revents = 0 }
+    }
+
     /// The events the last ``poll(timeout:)`` found for the item at `index`.
     public func readyEvents(at index: Int) -> PollEvents {
         PollEvents(rawValue: items[index].revents)
