@@ -7,12 +7,15 @@ cd "$(dirname "$0")/.."
 scripts/bootstrap.sh --tests
 swift build --build-tests
 # The suite runs in phases only where a phase measures something a saturated machine would blur:
-# 1. every test but those below, in two runs: first the in-process unit tests (core, worker, job files,
-#    wire, journal, ZeroMQ, dashboard, coordinator units: some time a cancel or a shutdown to the second),
-#    then the end-to-end process and CLI tests, whose dozens of processes saturate the machine (run
-#    together, they starved the worker's unit tests of threads for 40 s);
+# 1. every test but those below, in three runs: first the pure unit tests (core, wire, job files, journal,
+#    coordinator state, dashboard, client types: CPU-bound, seconds of seeded and mutated inputs), then the
+#    unit tests with threads, processes and sockets (worker, runtime, ZeroMQ, coordinator loop: some time
+#    a cancel or a shutdown to the second), then the end-to-end process and CLI tests, whose dozens of
+#    processes saturate the machine. Swift Testing runs every test of a run on one pool of threads, as
+#    many as cores: run together, the CPU-bound tests held both threads and the worker's tests waited
+#    for them past their own deadlines (40 s on a loaded machine);
 # 2. the heavy ones, which keep both cores busy and would stretch phase 1's deadlines: the core's seeded
-#    random workloads, the coordinator kill -9 rounds (DurabilityTests) and the cancels under 2 × cores
+#    random workloads (with and without resources), the coordinator kill -9 rounds (DurabilityTests) and the cancels under 2 × cores
 #    CPU-bound commands (CancelUnderLoadTests, which is meant to run on a saturated machine);
 # 3. WorkerTrustTests, whose workers hold 1.5 s leases (a worker stopped with SIGSTOP past its lease):
 #    a busy machine must not end a lease spuriously there;
@@ -49,13 +52,15 @@ phase() { # phase NAME COMMAND...
     fi
     rm -f "$log"
 }
-heavy='RandomWorkload|DurabilityTests|CancelUnderLoadTests'
+heavy='RandomWorkload|ResourceWorkload|DurabilityTests|CancelUnderLoadTests'
 fuzz='CoordinatorFuzzTests'
 deploy='InstallTests|SlurmTests'
 curve='CurveTests|NetnsTests'
 many='ManyClientsTests'
-units='^(OPQCoreTests|OPQRuntimeTests|OPQWorkerTests|OPQJobFileTests|OPQWireTests|OPQJournalTests|ZeroMQTests|OPQDashboardTests|OPQCoordinatorTests|OPQCoordinatorStateTests|OPQClientTests)\.'
-phase "1a units" swift test --skip-build --filter "$units" --skip "$heavy|$fuzz|WorkerTrustTests|$curve|$deploy|$many"
+pure='^(OPQCoreTests|OPQJobFileTests|OPQWireTests|OPQJournalTests|OPQDashboardTests|OPQCoordinatorStateTests|OPQClientTests)\.'
+threaded='^(OPQRuntimeTests|OPQWorkerTests|ZeroMQTests|OPQCoordinatorTests)\.'
+phase "1a pure units" swift test --skip-build --filter "$pure" --skip "$heavy|$fuzz|WorkerTrustTests|$curve|$deploy|$many"
+phase "1a units with threads and processes" swift test --skip-build --filter "$threaded" --skip "$heavy|$fuzz|WorkerTrustTests|$curve|$deploy|$many"
 phase "1b processes and CLI" swift test --skip-build --filter '^(OPQEndToEndTests|OPQCLITests)\.' --skip "$heavy|$fuzz|WorkerTrustTests|$curve|$deploy|$many"
 phase "2 heavy" swift test --skip-build --filter "$heavy"
 phase "3 worker trust" swift test --skip-build --filter WorkerTrustTests
