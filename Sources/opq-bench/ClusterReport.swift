@@ -260,8 +260,8 @@ struct ClusterReport: Codable {
                 out.append("  \(label): \(Format.fixed(cpu, 1)) µs CPU and \(one.coordinatorContextSwitchesPerOperation.map { Format.fixed($0, 2) } ?? "—") switches per link, coordinator and workers together.")
             }
             if noSpinChain != nil {
-                out.append("  one process polls up to \(SpinningWait.oneProcessDefaultMicroseconds) µs for a handler's finish before it sleeps (opq-coordinator --spin, its default")
-                out.append("  with --local-workers); --spin 0 sleeps at once, and each link pays two threads' wake-ups.")
+                out.append("  one process: its loop serves the local workers (no-ops run on it), and polls up to \(SpinningWait.oneProcessDefaultMicroseconds) µs for a handler's")
+                out.append("  finish on another thread before it sleeps (opq-coordinator --spin, its default with --local-workers); --spin 0 sleeps at once.")
             }
         }
         if let commands {
