@@ -60,6 +60,32 @@ struct HostedAgentTests {
         #expect(host.waitUntilGuestEnded(timeout: 10), "the guest's turn never said it had ended")
     }
 
+    @Test("a hosted worker that loses its coordinator reconnects with a new socket in the host's poller, and works on")
+    func aLostCoordinatorIsFoundAgainThroughTheHostsPoller() throws {
+        let coordinator = try FakeCoordinator()
+        defer { coordinator.close() }
+        let worker = try Self.worker(for: coordinator)
+        let host = HostLoop(try worker.hosted())
+        defer { host.end() }
+        let first = try #require(try coordinator.register())
+        try coordinator.welcome(first.identity, interval: 0.1, liveness: 3)
+
+        // Silent past liveness × interval: the worker drops its socket and connects again with a new one
+        // (a new routing id), which the host must now poll in place of the old.
+        coordinator.isSilent = true
+        let again = try #require(try coordinator.register(timeout: 5))
+        #expect(again.identity != first.identity, "the worker registered again over the same connection")
+        coordinator.isSilent = false
+        try coordinator.welcome(again.identity, interval: 0.1, liveness: 3)
+        try coordinator.dispatch(6, .command(.shell("echo again")))
+        let collected = try coordinator.reports { $0.finished(6) != nil }
+        let finished = try #require(collected.map(\.report).finished(6))
+        #expect(finished.status == .succeeded)
+        let raw = try #require(collected.first { $0.report.finishedReport?.operation == 6 }).raw
+        #expect(String(decoding: finished.stdout.bytes(in: raw), as: UTF8.self) == "again\n")
+        #expect(host.isServing)
+    }
+
     @Test("when the host's loop ends first, the worker kills its running command and ends")
     func theHostEndingFirstEndsTheWorker() throws {
         let coordinator = try FakeCoordinator()
