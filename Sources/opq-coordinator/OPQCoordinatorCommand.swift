@@ -297,7 +297,8 @@ struct OPQCoordinatorCommand: ParsableCommand {
         }
         let httpField = dashboard.map { " http=\($0.url)" } ?? ""
         FileHandle.standardOutput.write(Data("opq-coordinator workers=\(coordinator.workersEndpoint) clients=\(coordinator.clientsEndpoint)\(httpField)\n".utf8))
-        FileHandle.standardOutput.synchronizeFile()
+        // FileHandle writes with write(2): readers (a pipe, `opq`'s watch on the log file) have the line now; no
+        // fsync (on a log file it waited for the disk before the loop could start).
         try coordinator.run()
         dashboard?.task.cancel()
         withExtendedLifetime((signals, reload)) {}

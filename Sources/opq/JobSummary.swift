@@ -18,6 +18,12 @@ struct JobSummary {
     /// True when every operation finished and succeeded.
     var allSucceeded: Bool { operations.allSatisfy(\.succeeded) }
 
+    /// `seconds` in 10 columns: seconds with two decimals from one second on, milliseconds with one below
+    /// (a command of a few milliseconds reads `     3.2 ms`, not `0.00 s`).
+    static func duration(_ seconds: Double) -> String {
+        seconds >= 0.9995 ? String(format: "%8.2f s", seconds) : String(format: "%7.1f ms", seconds * 1000)
+    }
+
     /// Prints the report; fetches output tails of failed operations through `connection`.
     func print(title: String, elapsed: Double, connection: CoordinatorClient, outputLines: Int = 5) {
         let upToDate = operations.filter { $0.outcome == .succeeded && $0.reason == .upToDate }.count
@@ -31,7 +37,7 @@ struct JobSummary {
         if !timed.isEmpty {
             Swift.print("slowest:")
             for (info, duration) in timed.prefix(5) {
-                Swift.print(String(format: "  %8.2f s  ", duration) + info.label)
+                Swift.print("  " + Self.duration(duration) + "  " + info.label)
             }
         }
         let failures = operations.filter { $0.state == .finished && $0.outcome != .succeeded }

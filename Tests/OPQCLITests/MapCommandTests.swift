@@ -34,6 +34,20 @@ let awkwardNames = [
         }
     }
 
+    @Test func theSummaryShowsCommandsShorterThanASecondInMilliseconds() throws {
+        let scratch = try Scratch()
+        defer { scratch.remove() }
+        let run = try Run("opq", ["map", "--local", "1", "--quiet", "--", "true"], in: scratch, input: try scratch.write("input", "a\nb\n"))
+        #expect(run.finish(within: 60) == 0, "\(run.stdout)\(run.stderr)")
+        // The summary goes to standard error (standard output is the commands').
+        let slowest = run.stderr.components(separatedBy: "slowest:\n").dropFirst().first?.split(separator: "\n").prefix(2) ?? []
+        #expect(slowest.count == 2, "\(run.stderr)")
+        for line in slowest {
+            // `true` takes milliseconds: "     1.6 ms  a (op-1)", never "    0.00 s  a (op-1)".
+            #expect(line.range(of: #"^ +[0-9]+\.[0-9] ms  [ab] \(op-[12]\)$"#, options: .regularExpression) != nil, "\(line)")
+        }
+    }
+
     @Test func withoutPlaceholderTheItemIsAppendedAndFilesAreCopiedByExactName() throws {
         let scratch = try Scratch()
         defer { scratch.remove() }

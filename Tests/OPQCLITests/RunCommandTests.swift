@@ -12,6 +12,13 @@ import Testing
         #expect(run.stdout.contains("14 operations in"))
         #expect(run.stdout.contains("succeeded 14, failed 0, cancelled 0"))
         #expect(run.stdout.contains("slowest:"))
+        // Each slowest line: a duration in seconds (two decimals) or, under a second, milliseconds (one).
+        let slowest = run.stdout.components(separatedBy: "slowest:\n").dropFirst().first?.split(separator: "\n").prefix(5) ?? []
+        #expect(slowest.count == 5, "\(run.stdout)")
+        for line in slowest {
+            #expect(line.range(of: #"^ +[0-9]+\.[0-9]{2} s  |^ +[0-9]+\.[0-9] ms  "#, options: .regularExpression) != nil, "\(line)")
+            #expect(!line.contains(" 0.00 s "), "a duration under 10 ms shown as 0.00 s: \(line)")
+        }
         #expect(run.stdout.contains("succeeded manifest (op-14)"), "plain progress lines when stdout is not a terminal")
         let left = try FileManager.default.contentsOfDirectory(atPath: scratch.path("")).filter { $0.hasPrefix("opq-run-") }
         #expect(left.isEmpty, "the private cluster directory is removed")
