@@ -16,37 +16,26 @@ import Glibc
 struct HostedAgentTests {
     @Test("a hosted worker registers, runs dispatched work and reports it, all on the host's thread")
     func runsWorkServedByTheHost() throws {
-        let coordinator = try FakeCoordinator()
-        defer { coordinator.close() }
-        let worker = try Self.worker(for: coordinator)
-        worker.register("thread") { ThreadHandler(context: $0) }
-        let host = HostLoop(try worker.hosted())
-        defer { host.end() }
+        let (coordinator, worker, host) = try Self.hostedWorker { $0.register("thread") { ThreadHandler(context: $0) } }
+        defer { host.end(); coordinator.close() }
         try #require(try connect(coordinator) != nil)
 
         try coordinator.dispatch(3, .command(.shell("echo hi")))
         // A handler that runs where it is started: on the thread that received the dispatch.
         try coordinator.dispatch(4, .handler(name: "thread", payload: []))
         let collected = try coordinator.reports { $0.finished(3) != nil && $0.finished(4) != nil }
-        let reports = collected.map(\.report)
-        #expect(reports.finished(3)?.status == .succeeded)
-        let raw = try #require(collected.first { $0.report.finishedReport?.operation == 3 }).raw
-        #expect(String(decoding: try #require(reports.finished(3)).stdout.bytes(in: raw), as: UTF8.self) == "hi\n")
-        let handler = try #require(reports.finished(4))
-        let handlerRaw = try #require(collected.first { $0.report.finishedReport?.operation == 4 }).raw
-        #expect(handler.status == .succeeded)
-        #expect(String(decoding: handler.result.bytes(in: handlerRaw), as: UTF8.self) == "\(host.threadID)",
+        #expect(collected.map(\.report).finished(3)?.status == .succeeded)
+        #expect(Self.text(of: 3, in: collected, \.stdout) == "hi\n")
+        #expect(collected.map(\.report).finished(4)?.status == .succeeded)
+        #expect(Self.text(of: 4, in: collected, \.result) == "\(host.threadID)",
                 "the dispatch was received on another thread than the host's")
         #expect(host.isServing, "the worker ended")
     }
 
     @Test("a stop lets the running command finish and report, then the worker says goodbye and ends its guest")
     func aStopDrainsThenEndsTheGuest() throws {
-        let coordinator = try FakeCoordinator()
-        defer { coordinator.close() }
-        let worker = try Self.worker(for: coordinator)
-        let host = HostLoop(try worker.hosted())
-        defer { host.end() }
+        let (coordinator, worker, host) = try Self.hostedWorker()
+        defer { host.end(); coordinator.close() }
         try #require(try connect(coordinator) != nil)
 
         try coordinator.dispatch(4, .command(.shell("sleep 0.3; echo done")))
@@ -62,11 +51,8 @@ struct HostedAgentTests {
 
     @Test("a hosted worker that loses its coordinator reconnects with a new socket in the host's poller, and works on")
     func aLostCoordinatorIsFoundAgainThroughTheHostsPoller() throws {
-        let coordinator = try FakeCoordinator()
-        defer { coordinator.close() }
-        let worker = try Self.worker(for: coordinator)
-        let host = HostLoop(try worker.hosted())
-        defer { host.end() }
+        let (coordinator, worker, host) = try Self.hostedWorker()
+        defer { host.end(); coordinator.close() }
         let first = try #require(try coordinator.register())
         try coordinator.welcome(first.identity, interval: 0.1, liveness: 3)
 
@@ -79,20 +65,15 @@ struct HostedAgentTests {
         try coordinator.welcome(again.identity, interval: 0.1, liveness: 3)
         try coordinator.dispatch(6, .command(.shell("echo again")))
         let collected = try coordinator.reports { $0.finished(6) != nil }
-        let finished = try #require(collected.map(\.report).finished(6))
-        #expect(finished.status == .succeeded)
-        let raw = try #require(collected.first { $0.report.finishedReport?.operation == 6 }).raw
-        #expect(String(decoding: finished.stdout.bytes(in: raw), as: UTF8.self) == "again\n")
+        #expect(collected.map(\.report).finished(6)?.status == .succeeded)
+        #expect(Self.text(of: 6, in: collected, \.stdout) == "again\n")
         #expect(host.isServing)
     }
 
     @Test("when the host's loop ends first, the worker kills its running command and ends")
     func theHostEndingFirstEndsTheWorker() throws {
-        let coordinator = try FakeCoordinator()
-        defer { coordinator.close() }
-        let worker = try Self.worker(for: coordinator)
-        let host = HostLoop(try worker.hosted())
-        defer { host.end() }
+        let (coordinator, worker, host) = try Self.hostedWorker()
+        defer { host.end(); coordinator.close() }
         try #require(try connect(coordinator) != nil)
 
         let pidFile = coordinator.directory.appendingPathComponent("sleeper.pid").path
@@ -105,11 +86,30 @@ struct HostedAgentTests {
         #expect(kill(pid, 0) == -1 && errno == ESRCH, "the command \(pid) still runs")
     }
 
-    private static func worker(for coordinator: FakeCoordinator) throws -> Worker {
+    /// A fake coordinator, and a worker of it (test-sized timings, `prepare`d before it is hosted) served by
+    /// a ``HostLoop`` of its own. The caller ends the host, then closes the coordinator.
+    private static func hostedWorker(_ prepare: (Worker) -> Void = { _ in }) throws -> (FakeCoordinator, Worker, HostLoop) {
+        let coordinator = try FakeCoordinator()
         let configuration = WorkerConfiguration(
             coordinator: coordinator.endpoint, name: "hosted-\(UUID().uuidString.prefix(8))", slots: 2, killGracePeriod: 1,
             heartbeatInterval: 0.25, liveness: 4, initialReconnectDelay: 0.05, maximumReconnectDelay: 0.2)
-        return try Worker(configuration: configuration, logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }))
+        do {
+            let worker = try Worker(configuration: configuration, logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }))
+            prepare(worker)
+            return (coordinator, worker, HostLoop(try worker.hosted()))
+        } catch {
+            coordinator.close()
+            throw error
+        }
+    }
+
+    /// The bytes of one raw-frame field (`\.stdout`, `\.result`) of `operation`'s `Finished` among `collected`,
+    /// as text; nil without one.
+    private static func text(of operation: UInt64, in collected: [(report: Opq_V1_Report, raw: [[UInt8]])],
+                             _ field: KeyPath<Opq_V1_Finished, Opq_V1_OutputTail>) -> String? {
+        guard let (report, raw) = collected.first(where: { $0.report.finishedReport?.operation == operation }),
+              let finished = report.finishedReport else { return nil }
+        return String(decoding: finished[keyPath: field].bytes(in: raw), as: UTF8.self)
     }
 
     /// The process id a command wrote to `path`, once it is there (nil after `seconds`).
