@@ -16,7 +16,7 @@ import Glibc
 struct HostedAgentTests {
     @Test("a hosted worker registers, runs dispatched work and reports it, all on the host's thread")
     func runsWorkServedByTheHost() throws {
-        let (coordinator, worker, host) = try Self.hostedWorker { $0.register("thread") { ThreadHandler(context: $0) } }
+        let (coordinator, _, host) = try Self.hostedWorker { $0.register("thread") { ThreadHandler(context: $0) } }
         defer { host.end(); coordinator.close() }
         try #require(try connect(coordinator) != nil)
 
@@ -51,7 +51,7 @@ struct HostedAgentTests {
 
     @Test("a hosted worker that loses its coordinator reconnects with a new socket in the host's poller, and works on")
     func aLostCoordinatorIsFoundAgainThroughTheHostsPoller() throws {
-        let (coordinator, worker, host) = try Self.hostedWorker()
+        let (coordinator, _, host) = try Self.hostedWorker()
         defer { host.end(); coordinator.close() }
         let first = try #require(try coordinator.register())
         try coordinator.welcome(first.identity, interval: 0.1, liveness: 3)
