@@ -141,6 +141,14 @@ public final class Context: @unchecked Sendable {
         return (major, minor, patch)
     }
 
+    /// Loads libzmq now instead of at the first ZeroMQ call (≈ 3 ms here: libzmq and its 14 libraries), for
+    /// a program that will need it soon and is waiting for something else meanwhile (`opq map --local`
+    /// while its coordinator starts). Returns false if it cannot be loaded; the first call then says why.
+    @discardableResult
+    public static func loadLibrary() -> Bool {
+        opq_zmq_load() != nil
+    }
+
     /// Whether libzmq was built with `capability` (`"curve"`, `"ipc"`, `"draft"`…): `zmq_has`.
     public static func has(_ capability: String) -> Bool {
         zmq_has(capability) == 1

@@ -1,6 +1,7 @@
 import Foundation
 import OPQClient
 import OPQRuntime
+import ZeroMQ
 
 /// The embedded one-machine cluster of `opq run` and `opq map --local`: the runtime's launcher
 /// (``OPQRuntime/LocalCluster``) with ONE private `opq-coordinator` process running N workers on threads
@@ -21,6 +22,8 @@ extension LocalCluster {
         let cluster = try LocalCluster(binaries: try BinaryDirectory.locate(), prefix: "opq-run", deathSignal: SIGKILL)
         do {
             try cluster.startOneProcess(workers: max(1, workerCount), slots: slots, arguments: ["--kill-grace", String(killGrace)])
+            // While the coordinator starts (≈ 20 ms), this process loads the library its connection needs.
+            Context.loadLibrary()
             // Its start line comes once both endpoints are bound. Connecting before that meets no ipc://
             // socket file, and libzmq tries again only after its reconnect interval (≈ 100–200 ms, idle
             // time at the start of every `opq run` and `opq map --local`).
