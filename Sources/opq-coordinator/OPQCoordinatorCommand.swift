@@ -231,6 +231,15 @@ struct OPQCoordinatorCommand: ParsableCommand {
     }
 
     func run() throws {
+        // libzmq (≈ 3–4 ms to load with its 14 libraries) loads on another thread while this one opens the
+        // journal; the first ZeroMQ call waits for it. Waited for on every way out, so the process never
+        // exits while the loader runs a library's constructors.
+        let libraryLoaded = DispatchSemaphore(value: 0)
+        Thread.detachNewThread {
+            Context.loadLibrary()
+            libraryLoaded.signal()
+        }
+        defer { libraryLoaded.wait() }
         let level = Logger.Level(rawValue: logLevel)!
         LogFormat(rawValue: logFormat)!.bootstrap(level: level)
         Self.raiseFileLimit()
