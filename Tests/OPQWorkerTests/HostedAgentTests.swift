@@ -71,15 +71,16 @@ struct HostedAgentTests {
     }
 
     @Test("when the host's loop ends first, the worker kills its running command and ends")
-    func theHostEndingFirstEndsTheWorker() throws {
+    func theHostEndingFirstEndsTheWorker() async throws {
         let (coordinator, worker, host) = try Self.hostedWorker()
         defer { host.end(); coordinator.close() }
         try #require(try connect(coordinator) != nil)
 
-        let pidFile = coordinator.directory.appendingPathComponent("sleeper.pid").path
-        try coordinator.dispatch(5, .command(.shell("echo $$ > \(pidFile); exec sleep 60")))
+        // The command says its pid through a FIFO: the test wakes when it is written.
+        let announced = try FIFO(in: coordinator.directory)
+        try coordinator.dispatch(5, .command(.shell("echo $$ > \(announced.path); exec sleep 60")))
         try #require(coordinator.reports { $0.started(5) }.map(\.report).started(5))
-        let pid = try #require(try Self.pid(in: pidFile, within: 10))
+        let pid = try #require(await announced.line(timeout: 10).flatMap { pid_t($0) })
         host.end()
         #expect(try worker.waitUntilStopped(timeout: 10), "the worker did not end with its host")
         // Killed and reaped by the worker as it ended (not left running for the lease watchdog).
@@ -110,17 +111,6 @@ struct HostedAgentTests {
         guard let (report, raw) = collected.first(where: { $0.report.finishedReport?.operation == operation }),
               let finished = report.finishedReport else { return nil }
         return String(decoding: finished[keyPath: field].bytes(in: raw), as: UTF8.self)
-    }
-
-    /// The process id a command wrote to `path`, once it is there (nil after `seconds`).
-    private static func pid(in path: String, within seconds: Double) throws -> pid_t? {
-        let deadline = Date().addingTimeInterval(seconds)
-        while Date() < deadline {
-            if let text = try? String(contentsOfFile: path, encoding: .utf8),
-               let pid = pid_t(text.trimmingCharacters(in: .whitespacesAndNewlines)) { return pid }
-            usleep(10_000)  // a file written by another process: nothing to wait on but its appearance
-        }
-        return nil
     }
 }
 
