@@ -54,17 +54,21 @@ final class HostedAgent: PollGuest {
 
     func hostEnded() {
         guard !isOver else { return }
-        isOver = true
-        // Nothing serves the connection any more: its attempts are stopped and reaped here (the agent's
-        // own close), and the coordinator, whose loop has ended, learns nothing more.
+        // Nothing serves the connection any more: its attempts are stopped and reaped by the agent's own
+        // close, and the coordinator, whose loop has ended, learns nothing more.
         agent.stop(handBack: true, reason: "the host loop ended")
-        agent.close(connection)
-        ended(.success(()))
+        finish(.success(()))
     }
 
+    /// Ends the agent inside a poller that goes on: its items there become inert.
     private func end(_ result: Result<Void, any Error>, poller: inout Poller) {
-        isOver = true
         connection.detach(from: &poller)
+        finish(result)
+    }
+
+    /// The agent's own close (no child process outlives it), then `ended` learns how it ended.
+    private func finish(_ result: Result<Void, any Error>) {
+        isOver = true
         agent.close(connection)
         ended(result)
     }

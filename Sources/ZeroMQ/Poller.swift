@@ -70,11 +70,8 @@ public struct Poller {
     /// Puts `socket` (or, with nil, nothing: a negative descriptor, never ready) at `index`, waiting for
     /// `events`: a loop whose socket comes and goes keeps its place in a poller it shares (``PollGuest``).
     public mutating func setSocket(_ socket: Socket?, events: PollEvents = .readable, at index: Int) throws(ZMQError) {
-        if let socket {
-            items[index] = zmq_pollitem_t(socket: try socket.openHandle("zmq_poll"), fd: -1, events: events.rawValue, revents: 0)
-        } else {
-            items[index] = zmq_pollitem_t(socket: nil, fd: -1, events: events.rawValue, revents: 0)
-        }
+        guard let socket else { return setFileDescriptor(-1, events: events, at: index) }
+        items[index] = zmq_pollitem_t(socket: try socket.openHandle("zmq_poll"), fd: -1, events: events.rawValue, revents: 0)
         sockets[index] = socket
     }
 
