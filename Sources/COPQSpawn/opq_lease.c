@@ -167,28 +167,52 @@ int opq_lease_watchdog_renew(const opq_lease_watchdog *watchdog, int64_t remaini
     return 0;
 }
 
-int32_t opq_lease_watchdog_add(const opq_lease_watchdog *watchdog, pid_t pgid) {
-    if (pgid <= 1) return -EINVAL;
+// Takes a free entry (or a new one) holding `value`; -ENOSPC when the table is full.
+static int32_t take_entry(const opq_lease_watchdog *watchdog, int32_t value) {
     struct opq_lease_table *table = watchdog->table;
     struct opq_lease_entries *entries = watchdog->free;
     int32_t entry = -ENOSPC;
     pthread_mutex_lock(&entries->lock);
     if (entries->count > 0) {
         entry = entries->free[--entries->count];
-        atomic_store(&table->entries[entry], pgid);
+        atomic_store(&table->entries[entry], value);
     } else {
         int32_t used = atomic_load(&table->used);
         if (used < table->capacity) {
             entry = used;
-            atomic_store(&table->entries[entry], pgid);
+            atomic_store(&table->entries[entry], value);
             atomic_store(&table->used, used + 1);  // After the entry: the watchdog never reads one half made.
         }
     }
     pthread_mutex_unlock(&entries->lock);
-    // No lease (or no room): it may not run. The watchdog may have killed what was listed already, and
-    // does not wake for a group listed after that; the worker is running, so it kills the group itself.
-    if (entry < 0 || atomic_load(&table->deadline_ns) <= monotonic_ns()) kill(-pgid, SIGKILL);
     return entry;
+}
+
+// No lease (or no room): the group may not run. The watchdog may have killed what was listed already, and
+// does not wake for a group listed after that; the worker is running, so it kills the group itself.
+static void kill_unless_leased(const opq_lease_watchdog *watchdog, int32_t entry, pid_t pgid) {
+    if (entry < 0 || atomic_load(&watchdog->table->deadline_ns) <= monotonic_ns()) kill(-pgid, SIGKILL);
+}
+
+int32_t opq_lease_watchdog_add(const opq_lease_watchdog *watchdog, pid_t pgid) {
+    if (pgid <= 1) return -EINVAL;
+    int32_t entry = take_entry(watchdog, pgid);
+    kill_unless_leased(watchdog, entry, pgid);
+    return entry;
+}
+
+int32_t opq_lease_watchdog_reserve(const opq_lease_watchdog *watchdog) { return take_entry(watchdog, 1); }
+
+int32_t *opq_lease_watchdog_slot(const opq_lease_watchdog *watchdog, int32_t entry) {
+    return (int32_t *)&watchdog->table->entries[entry];
+}
+
+void opq_lease_watchdog_confirm(const opq_lease_watchdog *watchdog, int32_t entry, pid_t pgid) {
+    if (pgid <= 1 || entry < 0) return;
+    // Only over the reservation: once the child wrote its id the watchdog may be signalling it (busy mark).
+    int32_t reserved = 1;
+    atomic_compare_exchange_strong(&watchdog->table->entries[entry], &reserved, pgid);
+    kill_unless_leased(watchdog, entry, pgid);
 }
 
 void opq_lease_watchdog_remove(const opq_lease_watchdog *watchdog, int32_t entry) {

@@ -78,6 +78,8 @@ __attribute__((noreturn)) static void child(const opq_spawn_request *r, pid_t pa
     sigset_t none;
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, NULL);
+    // Listed before the command runs anything: the entry is in memory shared with the lease watchdog.
+    if (r->lease_entry != NULL) atomic_store((_Atomic int32_t *)r->lease_entry, (int32_t)getpid());
     execve(r->path, r->argv, r->envp);
 failed:
     *failure = errno;
@@ -171,6 +173,11 @@ pid_t opq_spawn(const opq_spawn_request *request) {
     pthread_sigmask(SIG_SETMASK, &previous, NULL);
     if (pid < 0) return -spawnError;
     if (failure != 0) {
+        // Not started: back to a reservation before the reap frees the id (the caller unlists the entry).
+        if (request->lease_entry != NULL) {
+            int32_t listed = pid;
+            atomic_compare_exchange_strong((_Atomic int32_t *)request->lease_entry, &listed, 1);
+        }
         int status;
         while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
         return -failure;

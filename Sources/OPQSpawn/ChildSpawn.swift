@@ -25,10 +25,12 @@ public enum ChildSpawn {
               stdinPath: stdinPath, stdout: stdout, stderr: stderr, deathSignal: deathSignal)
     }
 
-    /// The same with a ready `argv` (whose first element is the program's name as it sees it).
+    /// The same with a ready `argv` (whose first element is the program's name as it sees it); `leaseEntry`
+    /// (``LeaseWatchdog/slot(of:)``) gets the child's group id before it execs.
     public static func spawn(
         _ path: String, argv: CStringArray, environment: CStringArray, directory: String? = nil,
-        stdinPath: String? = nil, stdout: Int32, stderr: Int32, deathSignal: Int32 = 0
+        stdinPath: String? = nil, stdout: Int32, stderr: Int32, deathSignal: Int32 = 0,
+        leaseEntry: UnsafeMutablePointer<Int32>? = nil
     ) -> Result<pid_t, SpawnFailure> {
         let pid = withOptionalCString(directory) { directory in
             withOptionalCString(stdinPath) { stdinPath in
@@ -38,7 +40,7 @@ public enum ChildSpawn {
                             var request = opq_spawn_request(
                                 path: path, argv: argvPointers.baseAddress, envp: envpPointers.baseAddress,
                                 directory: directory, stdin_path: stdinPath,
-                                stdout_fd: stdout, stderr_fd: stderr, death_signal: deathSignal)
+                                stdout_fd: stdout, stderr_fd: stderr, death_signal: deathSignal, lease_entry: leaseEntry)
                             return opq_spawn(&request)
                         }
                     }

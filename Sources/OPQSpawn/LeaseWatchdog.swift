@@ -58,6 +58,25 @@ public final class LeaseWatchdog: @unchecked Sendable {
 
     /// Unlists a group: from the return on, the watchdog does not signal it. Call it before reaping the
     /// group's last member (its id may be reused from then on).
+    /// Reserves an entry for a group about to be spawned: give ``slot(of:)`` to the spawn (the child writes
+    /// its group id there before it execs), then ``confirm(_:group:)``; ``remove(_:)`` if the spawn failed.
+    /// Nil when the table is full.
+    public func reserve() -> Listing? {
+        let entry = withUnsafePointer(to: watchdog) { opq_lease_watchdog_reserve($0) }
+        return entry >= 0 ? Listing(entry: entry) : nil
+    }
+
+    /// Where the spawned child of a ``reserve()``d entry writes its group id (memory the watchdog shares).
+    public func slot(of listing: Listing) -> UnsafeMutablePointer<Int32> {
+        withUnsafePointer(to: watchdog) { opq_lease_watchdog_slot($0, listing.entry) }
+    }
+
+    /// After the spawn into a reserved entry: it lists `group`; with no lease left the group is killed at
+    /// once (as ``add(group:)`` does).
+    public func confirm(_ listing: Listing, group: pid_t) {
+        withUnsafePointer(to: watchdog) { opq_lease_watchdog_confirm($0, listing.entry, group) }
+    }
+
     public func remove(_ listing: Listing) {
         withUnsafePointer(to: watchdog) { opq_lease_watchdog_remove($0, listing.entry) }
     }

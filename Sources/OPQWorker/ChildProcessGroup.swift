@@ -114,12 +114,17 @@ final class ChildProcessGroup: @unchecked Sendable {
         let stdoutPipe = try Pipe.make()
         let stderrPipe: Pipe
         do { stderrPipe = try Pipe.make() } catch { stdoutPipe.closeBoth(); throw error }
+        // The group's lease entry is taken first and the child lists itself in it before it execs: a worker
+        // killed between the spawn and the listing below would otherwise leave a group nobody kills.
+        let reserved = lease?.reserve()
+        let slot = reserved.map { LeaseSlot(lease!.slot(of: $0)) }
         let pid: pid_t
         do throws(SystemError) {
             pid = try NicenessLane.perform(niceness: niceness) { () throws(SystemError) -> pid_t in
-                try Spawner.spawn(command, stdout: stdoutPipe.write, stderr: stderrPipe.write)
+                try Spawner.spawn(command, stdout: stdoutPipe.write, stderr: stderrPipe.write, leaseEntry: slot?.pointer)
             }
         } catch {
+            if let reserved { lease?.remove(reserved) }
             stdoutPipe.closeBoth()
             stderrPipe.closeBoth()
             throw error
@@ -129,7 +134,7 @@ final class ChildProcessGroup: @unchecked Sendable {
         let group = ChildProcessGroup(pid: pid, killGracePeriod: killGracePeriod, output: output, lease: lease,
                                       monitor: monitor, onReaped: onReaped, onEnd: onEnd)
         // Listed before anything can reap it (the monitor and the reaper thread start below).
-        group.list()
+        if let reserved { group.adopt(reserved) } else { group.list() }
         // No pidfd (a kernel before 5.3, or no descriptor left): a thread waits for the group instead.
         let exit = (try? ChildSpawn.exitDescriptor(of: pid).get()) ?? -1
         let watched = monitor.watch(group, stdout: stdoutPipe.read, stderr: stderrPipe.read, exit: exit,
@@ -250,6 +255,12 @@ final class ChildProcessGroup: @unchecked Sendable {
         }
     }
 
+    /// Takes over the entry the group's leader listed itself in when it was spawned (``LeaseWatchdog/reserve()``).
+    private func adopt(_ reserved: LeaseWatchdog.Listing) {
+        lease?.confirm(reserved, group: pid)
+        lock.withLock { listing = reserved }
+    }
+
     /// Unlists the group (no-op when it is not listed); returns once the watchdog does not signal it.
     private func unlist() {
         guard let lease, let listed = lock.withLock({ () -> LeaseWatchdog.Listing? in
@@ -312,4 +323,12 @@ final class ChildProcessGroup: @unchecked Sendable {
         }
         if let outcome { onEnd(outcome) }
     }
+}
+
+/// A reserved lease entry's address, carried to the thread that spawns (the niceness lane): the memory is
+/// the lease table's, which outlives every spawn.
+// @unchecked Sendable: written only by the spawned child (and the watchdog's atomics on the C side).
+private struct LeaseSlot: @unchecked Sendable {
+    let pointer: UnsafeMutablePointer<Int32>
+    init(_ pointer: UnsafeMutablePointer<Int32>) { self.pointer = pointer }
 }

@@ -39,8 +39,8 @@ struct Pipe: Sendable {
 enum Spawner {
     /// Spawns `command`; returns the child's pid (= its process group id). A program named without a slash
     /// is found on the worker's `PATH` through `programs`.
-    static func spawn(_ command: Command, stdout: Int32, stderr: Int32,
-                      programs: ProgramLookup = .worker) throws(SystemError) -> pid_t {
+    static func spawn(_ command: Command, stdout: Int32, stderr: Int32, programs: ProgramLookup = .worker,
+                      leaseEntry: UnsafeMutablePointer<Int32>? = nil) throws(SystemError) -> pid_t {
         guard let program = command.argv.first, !program.isEmpty else {
             throw SystemError(call: "execve", errno: ENOENT, detail: "the command's argv is empty")
         }
@@ -48,7 +48,7 @@ enum Spawner {
         let argv = CStringArray(command.argv)
         func start(_ path: String) -> Result<pid_t, SpawnFailure> {
             ChildSpawn.spawn(path, argv: argv, environment: environment, directory: command.workingDirectory,
-                             stdout: stdout, stderr: stderr, deathSignal: SIGKILL)
+                             stdout: stdout, stderr: stderr, deathSignal: SIGKILL, leaseEntry: leaseEntry)
         }
         let found = try programs.resolve(program)
         var spawned = start(found.path)

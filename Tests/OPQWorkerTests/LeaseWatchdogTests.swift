@@ -37,6 +37,28 @@ struct LeaseWatchdogTests {
         return signalThatEnded(pid)
     }
 
+    @Test("a child spawned into a reserved entry lists its own group before it execs: killed at the lease's end with no confirm")
+    func aReservedEntryIsFilledByTheChild() throws {
+        let watchdog = try LeaseWatchdog()
+        #expect(watchdog.renew(remaining: 0.3))
+        let reserved = try #require(watchdog.reserve())
+        let null = open("/dev/null", O_WRONLY | O_CLOEXEC)
+        defer { close(null) }
+        // The worker would confirm the entry after the spawn; a worker killed before that must not matter.
+        let spawned = ChildSpawn.spawn("/bin/sleep", argv: CStringArray(["sleep", "30"]), environment: ChildSpawn.environment(),
+                                       stdout: null, stderr: null, leaseEntry: watchdog.slot(of: reserved))
+        let pid = try spawned.get()
+        #expect(watchdog.slot(of: reserved).pointee == pid, "the child did not write its group id")
+        #expect(signalThatEnded(pid, unlisting: reserved, from: watchdog) == SIGKILL)
+        // A spawn that fails leaves the entry reserved (never a group id the reap frees), and it is unlisted.
+        let failing = try #require(watchdog.reserve())
+        let missing = ChildSpawn.spawn("/nonexistent/program", argv: CStringArray(["x"]), environment: ChildSpawn.environment(),
+                                       stdout: null, stderr: null, leaseEntry: watchdog.slot(of: failing))
+        #expect(throws: SpawnFailure.self) { try missing.get() }
+        #expect(watchdog.slot(of: failing).pointee == 1)
+        watchdog.remove(failing)
+    }
+
     @Test("a group under the lease is killed with SIGKILL when the lease ends, not before")
     func killsWhenTheLeaseEnds() throws {
         let watchdog = try LeaseWatchdog()

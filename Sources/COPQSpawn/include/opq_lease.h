@@ -56,6 +56,19 @@ int opq_lease_watchdog_renew(const opq_lease_watchdog *watchdog, int64_t remaini
 // a group is never left running untracked.
 int32_t opq_lease_watchdog_add(const opq_lease_watchdog *watchdog, pid_t pgid);
 
+// Takes an entry for a group not spawned yet (it holds 1, which the watchdog skips): the child writes its
+// group id there itself before it execs (`opq_spawn_request.lease_entry`, from `opq_lease_watchdog_slot`),
+// then the worker calls `opq_lease_watchdog_confirm`; if the spawn fails, `opq_lease_watchdog_remove`.
+// Returns the entry, or -ENOSPC when the table is full.
+int32_t opq_lease_watchdog_reserve(const opq_lease_watchdog *watchdog);
+
+// Where the spawned child writes its group id for a reserved `entry`.
+int32_t *opq_lease_watchdog_slot(const opq_lease_watchdog *watchdog, int32_t entry);
+
+// After a spawn into a reserved `entry`: the entry lists `pgid` (written here too if the child did not). As
+// with `opq_lease_watchdog_add`, a group listed when there is no lease is killed at once.
+void opq_lease_watchdog_confirm(const opq_lease_watchdog *watchdog, int32_t entry, pid_t pgid);
+
 // Unlists `entry`; when this returns the watchdog does not signal its group any more (it waits while the
 // watchdog is signalling it, a system call's time). Call it before reaping the group's last member.
 void opq_lease_watchdog_remove(const opq_lease_watchdog *watchdog, int32_t entry);

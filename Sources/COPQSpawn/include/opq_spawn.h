@@ -19,6 +19,9 @@ typedef struct {
     int stdout_fd;             // Becomes the child's descriptor 1.
     int stderr_fd;             // Becomes the child's descriptor 2.
     int death_signal;          // Sent to the child when the spawning *thread* ends; 0 for none.
+    int32_t *lease_entry;      // A lease table entry reserved for the child's group (opq_lease_watchdog_slot),
+                               // or NULL: the child writes its group id there before it execs, so a worker
+                               // killed right after the spawn leaves no group its watchdog does not know.
 } opq_spawn_request;
 
 // Starts the child: a new process group led by it, stdin from `stdin_path` (default /dev/null), stdout and stderr from the
