@@ -5,11 +5,11 @@ import Foundation
 /// end-to-end tests.
 ///
 /// Endpoints are `ipc://` sockets in the cluster's directory, or two free loopback TCP ports
-/// (``Endpoints``). Processes are started by ``startCoordinator(_:state:)`` and
+/// (``Endpoints``). Processes are started by ``startCoordinator(_:state:journaled:)`` and
 /// ``startWorker(_:slots:arguments:)``; ``stop(grace:)`` ends them in order (workers first, so they can
 /// report and say goodbye), ``kill()`` at once. Either removes the directory when the cluster made it.
 ///
-/// ``startOneProcess(workers:slots:arguments:)`` starts the coordinator with its workers inside its own
+/// ``startOneProcess(workers:slots:arguments:journaled:)`` starts the coordinator with its workers inside its own
 /// process instead (`opq-coordinator --local-workers`, over `inproc://`): what `opq run` uses; more
 /// workers may still be started as processes.
 // @unchecked Sendable: its processes are ``ChildProcess``es (thread-safe); its own mutable fields (`coordinator`, `workers`, `stopped`) are set only by the thread that owns the cluster, which starts, stops and kills it (those calls must not race one another).
@@ -41,7 +41,7 @@ public final class LocalCluster: @unchecked Sendable {
     public private(set) var coordinator: ChildProcess?
     /// The workers in start order.
     public private(set) var workers: [ChildProcess] = []
-    /// The names of the workers inside the coordinator's process (``startOneProcess(workers:slots:arguments:)``).
+    /// The names of the workers inside the coordinator's process (``startOneProcess(workers:slots:arguments:journaled:)``).
     public private(set) var localWorkers: [String] = []
     private let deathSignal: Int32
     private let removesDirectory: Bool
@@ -87,23 +87,26 @@ public final class LocalCluster: @unchecked Sendable {
     public func path(_ name: String) -> String { directory + "/" + name }
 
     /// Starts `opq-coordinator` on the cluster's endpoints with its journal in `state` (default
-    /// ``stateDirectory``), `arguments` added; its output goes to `coordinator.log`.
+    /// ``stateDirectory``), or with none at all (`journaled: false`: `--no-journal`, its state lives and
+    /// dies with its process), `arguments` added; its output goes to `coordinator.log`.
     @discardableResult
-    public func startCoordinator(_ arguments: [String] = [], state: String? = nil) throws -> ChildProcess {
+    public func startCoordinator(_ arguments: [String] = [], state: String? = nil, journaled: Bool = true) throws -> ChildProcess {
         let process = try start(
             "opq-coordinator",
-            ["--workers-endpoint", workersEndpoint, "--clients-endpoint", clientsEndpoint, "--state", state ?? stateDirectory,
-             "--log-level", logLevel] + arguments,
+            ["--workers-endpoint", workersEndpoint, "--clients-endpoint", clientsEndpoint]
+                + (journaled ? ["--state", state ?? stateDirectory] : ["--no-journal"])
+                + ["--log-level", logLevel] + arguments,
             name: "coordinator")
         coordinator = process
         return process
     }
 
-    /// Starts `opq-coordinator` as ``startCoordinator(_:state:)`` does, with `count` workers of `slots`
+    /// Starts `opq-coordinator` as ``startCoordinator(_:state:journaled:)`` does, with `count` workers of `slots`
     /// slots each inside its process (`--local-workers`, named `local-1`, …): the one-process cluster.
     @discardableResult
-    public func startOneProcess(workers count: Int, slots: Int, arguments: [String] = []) throws -> ChildProcess {
-        let process = try startCoordinator(["--local-workers", String(count), "--local-slots", String(slots)] + arguments)
+    public func startOneProcess(workers count: Int, slots: Int, arguments: [String] = [], journaled: Bool = true) throws -> ChildProcess {
+        let process = try startCoordinator(["--local-workers", String(count), "--local-slots", String(slots)] + arguments,
+                                           journaled: journaled)
         localWorkers = (1...max(1, count)).map { "local-\($0)" }
         return process
     }

@@ -54,6 +54,12 @@ struct OPQCoordinatorCommand: ParsableCommand {
             once there is room.
               opq-coordinator --state /var/lib/opq            # default: $XDG_STATE_HOME/opq, else ~/.local/state/opq
               opq-coordinator --fsync always                  # also survive power loss (slower commits)
+              opq-coordinator --no-journal --local-workers 2  # nothing on disk: all is lost when it ends
+
+            Without a journal (--no-journal) the coordinator keeps everything in memory: nothing survives its \
+            end, and commands' output is spooled in a temporary directory removed when it stops. For private \
+            clusters that live as long as one command (opq run, opq map --local), where a journal nobody \
+            replays only costs time.
 
             Across machines (CURVE: encrypted, and every worker and client authenticated by its key):
               opq keys generate --role coordinator --out keys
@@ -109,6 +115,9 @@ struct OPQCoordinatorCommand: ParsableCommand {
 
     @Option(help: "State directory: the journal and its lock. Default: $XDG_STATE_HOME/opq, else ~/.local/state/opq.")
     var state: String?
+
+    @Flag(help: "Keep no journal and no state directory: everything lives in memory and is lost when this process ends (a private cluster for one command). Not with --state.")
+    var noJournal = false
 
     @Option(help: "Journal sync level: 'normal' survives a crash of the coordinator; 'always' fsyncs every commit and survives power loss.")
     var fsync: String = Journal.Sync.processCrash.rawValue
@@ -211,6 +220,9 @@ struct OPQCoordinatorCommand: ParsableCommand {
         if ipc != nil, workersEndpoint != nil || clientsEndpoint != nil {
             throw ValidationError("--ipc sets both endpoints: give it without --workers-endpoint and --clients-endpoint")
         }
+        if noJournal, state != nil {
+            throw ValidationError("--no-journal keeps no state directory: leave out --state (or --no-journal)")
+        }
         guard Journal.Sync(rawValue: fsync) != nil else { throw ValidationError("--fsync must be 'normal' or 'always', not '\(fsync)'") }
         guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("unknown --log-level '\(logLevel)'") }
         guard LogFormat(rawValue: logFormat) != nil else { throw ValidationError("--log-format must be 'text' or 'json', not '\(logFormat)'") }
@@ -249,7 +261,7 @@ struct OPQCoordinatorCommand: ParsableCommand {
         configuration.heartbeatInterval = heartbeat
         configuration.liveness = liveness
         configuration.killGrace = killGrace
-        configuration.stateDirectory = state ?? StateDirectory.defaultPath()
+        configuration.stateDirectory = noJournal ? nil : state ?? StateDirectory.defaultPath()
         configuration.sync = Journal.Sync(rawValue: fsync)!
         configuration.recoveryGrace = recoveryGrace
         configuration.reservationLease = reservationLease

@@ -21,7 +21,11 @@ extension LocalCluster {
     static func embedded(workers workerCount: Int, slots: Int) throws -> LocalCluster {
         let cluster = try LocalCluster(binaries: try BinaryDirectory.locate(), prefix: "opq-run", deathSignal: SIGKILL)
         do {
-            try cluster.startOneProcess(workers: max(1, workerCount), slots: slots, arguments: ["--kill-grace", String(killGrace)])
+            // No journal: nothing would replay it (the directory goes when the cluster stops, and the
+            // coordinator dies with this process), and a commit per turn sits between a command's end and
+            // the next one's start.
+            try cluster.startOneProcess(workers: max(1, workerCount), slots: slots, arguments: ["--kill-grace", String(killGrace)],
+                                        journaled: false)
             // While the coordinator starts (≈ 20 ms), this process loads the library its connection needs.
             Context.loadLibrary()
             // Its start line comes once both endpoints are bound. Connecting before that meets no ipc://

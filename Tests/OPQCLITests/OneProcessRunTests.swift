@@ -14,6 +14,8 @@ import Testing
         let parents = run.stdout.split(separator: "\n")
         #expect(parents.count == 2, "\(run.stdout)")
         #expect(parents.allSatisfy { $0.contains("opq-coordinator") && $0.contains("--local-workers 1") }, "\(run.stdout)")
+        // A private cluster keeps no journal: nothing would ever replay it.
+        #expect(parents.allSatisfy { $0.contains("--no-journal") && !$0.contains("--state") }, "\(run.stdout)")
         #expect(processes(containing: scratch.path("opq-run-")).isEmpty, "no coordinator left running")
     }
 

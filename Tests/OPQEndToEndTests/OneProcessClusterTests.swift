@@ -8,10 +8,11 @@ import Testing
 /// (workers on threads of the coordinator's process, over `inproc://`), with real commands.
 @Suite(.serialized) struct OneProcessClusterTests {
     /// A coordinator with `workers` local workers of `slots` slots each, `arguments` added.
-    static func start(workers: Int, slots: Int, _ arguments: [String] = []) throws -> TestCluster {
+    static func start(workers: Int, slots: Int, _ arguments: [String] = [], journaled: Bool = true) throws -> TestCluster {
         let cluster = try TestCluster()
         do {
-            try cluster.startCoordinator(["--local-workers", String(workers), "--local-slots", String(slots)] + arguments)
+            try cluster.startCoordinator(["--local-workers", String(workers), "--local-slots", String(slots)] + arguments,
+                                         journaled: journaled)
         } catch {
             cluster.stop()
             throw error
@@ -60,6 +61,47 @@ import Testing
         #expect(links.allSatisfy { $0.outcome == .succeeded })
         #expect(Evidence.lines(file) == ["link1", "link2", "link3"], "the chain ran in dependency order")
         #expect(cluster.coordinator?.isRunning == true, "\(cluster.logs)")
+    }
+
+    /// `--no-journal` (the private cluster of `opq run` and `opq map --local`): the same work, output
+    /// included, and nothing written where a journal would go.
+    @Test func withoutAJournalItRunsCommandsWithOutputAndWritesNoState() throws {
+        let cluster = try Self.start(workers: 1, slots: 2, journaled: false)
+        defer { cluster.stop() }
+        let coordinator = try RemoteCoordinator(endpoint: cluster.clientsEndpoint, timeout: 20)
+        defer { coordinator.close() }
+        let queue = RemoteOperationQueue(name: "work", coordinator: coordinator)
+        let first = RemoteOperation(command: ["/bin/sh", "-c", "echo first"])
+        let second = RemoteOperation(command: ["/bin/sh", "-c", "echo second >&2; exit 4"])
+        try second.addDependency(first)
+        try queue.addOperations([first, second], waitUntilFinished: false)
+        for operation in [first, second] {
+            #expect(operation.waitUntilFinished(timeout: 60), "\(operation) did not finish\n\(cluster.logs)")
+        }
+        #expect(first.outcome == .succeeded)
+        #expect(try first.output().standardOutputText == "first\n")
+        #expect(second.outcome == .failed && second.exitStatus == 4)
+        #expect(try second.output().standardErrorText == "second\n")
+
+        cluster.coordinator?.signal(SIGTERM)
+        #expect(cluster.coordinator?.waitForExit(within: 30) == 0, "\(cluster.logs)")
+        let fileManager = FileManager.default
+        #expect(!fileManager.fileExists(atPath: cluster.stateDirectory), "no state directory")
+        let stateHome = TestCluster.environment(cluster.directory)["XDG_STATE_HOME"]!
+        #expect(!fileManager.fileExists(atPath: stateHome), "nothing in the default state directory either")
+        let journals = (fileManager.enumerator(atPath: cluster.directory.path)?.allObjects as? [String] ?? [])
+            .filter { $0.contains("journal") }
+        #expect(journals.isEmpty, "\(journals)")
+    }
+
+    @Test func noJournalWithAStateDirectoryIsRefused() throws {
+        let cluster = try TestCluster()
+        defer { cluster.stop() }
+        let run = try ChildProcess("opq-coordinator", ["--no-journal", "--state", cluster.path("state")],
+                                   name: "refused", logDirectory: cluster.directory)
+        #expect(run.finish(within: 30) == 64)
+        #expect(run.output.contains("--no-journal keeps no state directory: leave out --state"), "\(run.output)")
+        #expect(!FileManager.default.fileExists(atPath: cluster.path("state")))
     }
 
     @Test func sigtermStopsTheWorkersThenTheCoordinatorAndNoCommandOutlivesIt() throws {

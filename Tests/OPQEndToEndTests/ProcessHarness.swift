@@ -61,9 +61,10 @@ class TestCluster: @unchecked Sendable {
     /// The coordinator's state directory (journal and lock): the same across restarts.
     var stateDirectory: String { cluster.stateDirectory }
 
-    /// Starts the coordinator with `arguments` added to its endpoints and state directory.
-    func startCoordinator(_ arguments: [String] = []) throws {
-        try cluster.startCoordinator(arguments)
+    /// Starts the coordinator with `arguments` added to its endpoints and state directory (or, with
+    /// `journaled: false`, `--no-journal`).
+    func startCoordinator(_ arguments: [String] = [], journaled: Bool = true) throws {
+        try cluster.startCoordinator(arguments, journaled: journaled)
     }
 
     /// Kills the coordinator with SIGKILL (it gets no chance to write or send anything more) and waits
