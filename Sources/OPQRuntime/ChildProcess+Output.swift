@@ -33,7 +33,10 @@ extension ChildProcess {
         guard let logPath else { return false }
         let watch = inotify_init1(Int32(IN_CLOEXEC | IN_NONBLOCK))
         guard watch >= 0 else { return output.contains(text) }
-        defer { close(watch) }
+        // Closing an inotify descriptor waits for the kernel's grace period (≈ 15 ms here): a close on
+        // this thread was most of the time `opq map --local` and `opq run` took to start. Another
+        // thread closes it.
+        defer { DispatchQueue.global(qos: .utility).async { close(watch) } }
         _ = inotify_add_watch(watch, logPath, UInt32(IN_MODIFY))
         var buffer = [UInt8](repeating: 0, count: 4096)
         while !output.contains(text) {
