@@ -158,12 +158,25 @@ static uint64_t signals_to_reset(void) {
     return mask;
 }
 
+void opq_spawn_blocked_signals(sigset_t *set) {
+    sigfillset(set);
+    // SIGCHLD at SIG_DFL has no handler that could run in the child, so it stays unblocked: another
+    // command ending during this spawn sends it to this thread, and blocked it would be queued instead of
+    // dropped — waking every signalfd reader of the process for nothing (Dispatch's signal sources in
+    // opq-coordinator and opq-worker: a thread woken for a quarter of the commands' ends in `opq map`).
+    // Asked of the kernel every time (one system call), not taken from the snapshot, which may be stale.
+    struct sigaction current;
+    if (sigaction(SIGCHLD, NULL, &current) == 0 && (current.sa_flags & SA_SIGINFO) == 0 && current.sa_handler == SIG_DFL) {
+        sigdelset(set, SIGCHLD);
+    }
+}
+
 pid_t opq_spawn(const opq_spawn_request *request) {
     volatile int failure = 0;
     uint64_t reset = signals_to_reset();
     if (request->stdin_path == NULL) pthread_once(&null_input_once, open_null_input);
     sigset_t all, previous;
-    sigfillset(&all);
+    opq_spawn_blocked_signals(&all);
     // Blocked across vfork so no signal handler can run in the child before it resets dispositions.
     pthread_sigmask(SIG_SETMASK, &all, &previous);
     pid_t parent = getpid();

@@ -71,6 +71,15 @@ public enum ChildSpawn {
     /// resets it without waiting (an ignored signal would otherwise reach the command ignored).
     public static func signalDispositionsChanged() { opq_spawn_signal_dispositions_changed() }
 
+    /// Whether a spawn blocks `signal` in the calling thread while the child starts: every signal does,
+    /// except SIGCHLD while it has no handler (`SIG_DFL`): another command ending during a spawn then sends
+    /// a SIGCHLD the kernel drops, instead of one queued that wakes every signalfd reader of the process.
+    public static func blocksDuringSpawn(_ signal: Int32) -> Bool {
+        var set = sigset_t()
+        opq_spawn_blocked_signals(&set)
+        return sigismember(&set, signal) == 1
+    }
+
     /// The signals whose disposition is not `SIG_DFL` in this process (bit `n - 1` for signal `n`), as the
     /// kernel reports them (`/proc/self/status` `SigIgn` | `SigCgt`); every bit when that cannot be read.
     public static var signalsNotAtDefault: UInt64 { opq_spawn_read_signal_dispositions() }

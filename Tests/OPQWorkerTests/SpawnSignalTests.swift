@@ -42,6 +42,32 @@ struct SpawnSignalTests {
         #expect(Self.signalLines(completion.stdoutText) == Self.clean)
     }
 
+    @Test("SIGCHLD stays unblocked during a spawn while it has no handler, and is blocked once it has one")
+    func childSignalDuringSpawn() async throws {
+        var previous = sigaction()
+        sigaction(SIGCHLD, nil, &previous)
+        let hasHandler = previous.sa_flags & SA_SIGINFO != 0
+            || unsafeBitCast(previous.__sigaction_handler.sa_handler, to: Int.self) != unsafeBitCast(SIG_DFL, to: Int.self)
+        #expect(ChildSpawn.blocksDuringSpawn(SIGCHLD) == hasHandler)
+        #expect(ChildSpawn.blocksDuringSpawn(SIGTERM) && ChildSpawn.blocksDuringSpawn(SIGINT) && ChildSpawn.blocksDuringSpawn(SIGURG))
+
+        // A handler (restarting, so no other test's system call is cut short): blocked, so it can never run
+        // in a child that shares this process's stack.
+        var handler = sigaction()
+        handler.__sigaction_handler.sa_handler = { _ in }
+        sigemptyset(&handler.sa_mask)
+        handler.sa_flags = SA_RESTART
+        sigaction(SIGCHLD, &handler, nil)
+        let blockedWithHandler = ChildSpawn.blocksDuringSpawn(SIGCHLD)
+        sigaction(SIGCHLD, &previous, nil)
+        #expect(blockedWithHandler)
+        #expect(ChildSpawn.blocksDuringSpawn(SIGCHLD) == hasHandler)
+
+        // Either way the command starts with nothing blocked and every signal at default.
+        let completion = try #require(await runCommands([Self.report]))
+        #expect(Self.signalLines(completion.stdoutText) == Self.clean)
+    }
+
     @Test("a signal the worker ignores just before a spawn is not inherited by the command")
     func changeBetweenSpawns() async throws {
         // One spawn first, so the parent's snapshot of dispositions is fresh when SIGWINCH is ignored.

@@ -7,6 +7,7 @@
 #define OPQ_SPAWN_H
 
 #include <stdint.h>
+#include <signal.h>
 #include <sys/types.h>
 #include "opq_lease.h"  // the lease watchdog (included here so module caches notice the new header)
 
@@ -30,6 +31,11 @@ typedef struct {
 // the child could not be started (e.g. -ENOENT for a missing working directory or program); a child
 // that failed to start is reaped before this returns.
 pid_t opq_spawn(const opq_spawn_request *request);
+
+// The signals opq_spawn blocks in the calling thread across vfork: all, except SIGCHLD while it is at
+// SIG_DFL (no handler of the parent can then run in the child, and a SIGCHLD that arrives is dropped,
+// not queued to wake the process's signalfd readers).
+void opq_spawn_blocked_signals(sigset_t *set);
 
 // Tells opq_spawn that this process changed a signal's disposition (installed a handler, ignored it or
 // set it back to default): the next spawn reads which signals its child must reset again instead of
