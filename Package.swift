@@ -122,6 +122,11 @@ let package = Package(
                 "OPQCoordinator", "OPQCore", "OPQDashboard", "OPQJournal", "OPQLogging", "OPQVersion", "OPQRuntime", "OPQWorker",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
+            ],
+            // Started by every `opq run` and `opq map --local`: linked as opq is (see there).
+            linkerSettings: [
+                .unsafeFlags(["-use-ld=lld", "-Xlinker", "-z", "-Xlinker", "pack-relative-relocs", "-Xlinker", "--no-export-dynamic"],
+                             .when(platforms: [.linux], configuration: .release)),
             ]
         ),
         .executableTarget(

@@ -105,13 +105,13 @@ struct OPQCoordinatorCommand: ParsableCommand {
     var ipc: String?
 
     @Option(help: "Heartbeat interval in seconds, both ways (greater than 0, at most \(Int(Limits.maxSeconds))).")
-    var heartbeat = 1.0
+    var heartbeat = Defaults.heartbeat
 
     @Option(help: "Missed heartbeats before a worker is declared lost (1 to \(Limits.maxLiveness)).")
-    var liveness = 3
+    var liveness = Defaults.liveness
 
     @Option(help: "Seconds between SIGTERM and SIGKILL when an operation is cancelled or times out (0 to \(Int(Limits.maxSeconds))).")
-    var killGrace = 10.0
+    var killGrace = Defaults.killGrace
 
     @Option(help: "State directory: the journal and its lock. Default: $XDG_STATE_HOME/opq, else ~/.local/state/opq.")
     var state: String?
@@ -120,22 +120,22 @@ struct OPQCoordinatorCommand: ParsableCommand {
     var noJournal = false
 
     @Option(help: "Journal sync level: 'normal' survives a crash of the coordinator; 'always' fsyncs every commit and survives power loss.")
-    var fsync: String = Journal.Sync.processCrash.rawValue
+    var fsync: String = Defaults.fsync
 
     @Option(help: "Seconds operations running at a restart wait for their workers to report them before they get a new attempt (0 to \(Int(Limits.maxSeconds))).")
-    var recoveryGrace = 5.0
+    var recoveryGrace = Defaults.recoveryGrace
 
     @Option(help: "Seconds a reservation (an operation a client program will add later, that others already depend on) lasts unless its program renews it; a program killed without closing its connection gives its reservations up after this (\(Int(Limits.reservationLeaseRange.lowerBound)) to \(Int(Limits.reservationLeaseRange.upperBound))).")
-    var reservationLease = Limits.defaultReservationLease
+    var reservationLease = Defaults.reservationLease
 
     @Option(help: ArgumentHelp("Megabytes of each output stream of one operation kept in the output spool (STATE/output); beyond, it is cut (the last 64 KiB are kept).", valueName: "MB"))
-    var outputSpoolCap = 1_024
+    var outputSpoolCap = Defaults.outputSpoolCap
 
     @Option(help: ArgumentHelp("Megabytes the output spool keeps over all operations; the oldest finished operations' output goes first.", valueName: "MB"))
-    var outputSpoolBudget = 8_192
+    var outputSpoolBudget = Defaults.outputSpoolBudget
 
     @Option(help: ArgumentHelp("Also run N workers (local-1 … local-N) inside this process, over inproc:// (0 to \(Self.maxLocalWorkers)). Default: 0.", valueName: "n"))
-    var localWorkers = 0
+    var localWorkers = Defaults.localWorkers
 
     @Option(help: ArgumentHelp("Slots of each local worker (1 to \(Limits.maxSlots)). Default: the machine's CPUs.", valueName: "n"))
     var localSlots: Int?
@@ -147,10 +147,10 @@ struct OPQCoordinatorCommand: ParsableCommand {
     var spin: Int?
 
     @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.")
-    var logLevel: String = "info"
+    var logLevel: String = Defaults.logLevel
 
     @Option(help: "Log format on standard error: 'text', or 'json' (one object per line, metadata keys as fields).")
-    var logFormat: String = LogFormat.text.rawValue
+    var logFormat: String = Defaults.logFormat
 
     @Option(help: "Serve /metrics, the dashboard (/) and /api on HOST:PORT, e.g. 127.0.0.1:7132. Loopback only, unless CURVE is on and --http-token is set.")
     var http: String?
