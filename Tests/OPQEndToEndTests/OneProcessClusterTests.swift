@@ -94,6 +94,25 @@ import Testing
         #expect(journals.isEmpty, "\(journals)")
     }
 
+    /// The command line opq gives its private cluster is read without ArgumentParser; mistakes in that
+    /// form still get ArgumentParser's usage error (exit status 64), nothing is bound.
+    @Test(arguments: [
+        (["--no-journal", "--local-workers", "257"], "--local-workers must be a whole number from 0 to 256, not 257"),
+        (["--no-journal", "--local-workers", "1", "--kill-grace", "soon"], "The value 'soon' is invalid for '--kill-grace <kill-grace>'"),
+        (["--no-journal", "--local-slots", "2"], "--local-slots is for --local-workers N: give that too"),
+        (["--no-journal", "--local-workers", "1", "--local-workers", "x"], "The value 'x' is invalid for '--local-workers <n>'"),
+        (["--no-journal", "--log-level", "loud"], "unknown --log-level 'loud'"),
+    ])
+    func mistakesInThePrivateClustersCommandLineAreUsageErrors(arguments: [String], message: String) throws {
+        let cluster = try TestCluster()
+        defer { cluster.stop() }
+        let endpoints = ["--workers-endpoint", cluster.workersEndpoint, "--clients-endpoint", cluster.clientsEndpoint]
+        let run = try ChildProcess("opq-coordinator", endpoints + arguments, name: "refused", logDirectory: cluster.directory)
+        #expect(run.finish(within: 30) == 64)
+        #expect(run.output.contains(message), "\(run.output)")
+        #expect(!run.output.contains("opq-coordinator workers="), "nothing was bound")
+    }
+
     @Test func noJournalWithAStateDirectoryIsRefused() throws {
         let cluster = try TestCluster()
         defer { cluster.stop() }
