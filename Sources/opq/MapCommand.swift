@@ -114,14 +114,8 @@ struct MapCommand: ParsableCommand {
         let started = ForegroundJob.now()
         SignalTrap.install()
 
-        var cluster: LocalCluster?
-        let connection: CoordinatorClient
-        if let local {
-            let started = try LocalCluster.startConnected(workers: 1, slots: local)
-            (cluster, connection) = (started.0, started.1)
-        } else {
-            connection = try Connection.open(global.endpoint)
-        }
+        // The private cluster starts first and boots while this process makes the operations.
+        let cluster = try local.map { local throws(ExitStatus) in try LocalCluster.launch(workers: 1, slots: local) }
         defer { cluster?.stop() }
         var slots: SlotLocks?
         if let cluster, let local, template.usesSlot {
@@ -129,6 +123,7 @@ struct MapCommand: ParsableCommand {
             try? FileManager.default.createDirectory(atPath: cluster.directory + "/slots", withIntermediateDirectories: true)
         }
         let all = template.operations(for: arguments, base: base, workingDirectory: operation.workingDirectory, slots: slots)
+        let connection = try cluster?.connect() ?? Connection.open(global.endpoint)
         let done = try reruns.done()
         let kept = all.indices.filter { !done.contains($0 + 1) }  // by sequence number, {#}
         guard !kept.isEmpty else {
