@@ -29,6 +29,36 @@ public struct JobStatus: Sendable, Hashable {
     public var isFinished: Bool
     /// Every operation's status, in batch order, when asked for (``CoordinatorClient/job(_:includeOperations:)``).
     public var operations: [OperationStatus]
+    /// The end-of-run report, when asked for (``CoordinatorClient/jobSummary(_:slowest:)``) and the coordinator
+    /// makes one.
+    public var summary: Summary?
+
+    /// A job's end-of-run report, counted by the coordinator over every operation (barriers included).
+    public struct Summary: Sendable, Hashable {
+        /// Its operations, all of them.
+        public var operations: Int
+        public var succeeded: Int
+        /// Of the succeeded: not run, their outputs were up to date.
+        public var upToDate: Int
+        public var failed: Int
+        public var cancelled: Int
+        public var unfinished: Int
+        /// The finished operations that ran longest, longest first (ties in batch order).
+        public var slowest: [OperationStatus]
+        /// Every finished operation that did not succeed, in batch order.
+        public var unsucceeded: [OperationStatus]
+
+        init(_ wire: Opq_V1_JobSummary) {
+            operations = Int(clamping: wire.operations)
+            succeeded = Int(clamping: wire.succeeded)
+            upToDate = Int(clamping: wire.upToDate)
+            failed = Int(clamping: wire.failed)
+            cancelled = Int(clamping: wire.cancelled)
+            unfinished = Int(clamping: wire.unfinished)
+            slowest = wire.slowest.map { OperationStatus($0) }
+            unsucceeded = wire.unsucceeded.map { OperationStatus($0) }
+        }
+    }
 
     init(_ wire: Opq_V1_JobInfo) {
         id = wire.jobID
@@ -36,6 +66,7 @@ public struct JobStatus: Sendable, Hashable {
         counts = wire.counts.core
         isFinished = wire.finished
         operations = wire.details.map { OperationStatus($0) }
+        summary = wire.hasSummary ? Summary(wire.summary) : nil
     }
 }
 

@@ -154,6 +154,16 @@ public final class CoordinatorClient {
         }.reply.job)
     }
 
+    /// Job `id` with its end-of-run report (``JobStatus/summary``) listing up to `slowest` of the
+    /// operations that ran longest (at most 100), without every operation's status: nil summary from a
+    /// coordinator that makes none (an older one), whose caller then asks for the operations.
+    public func jobSummary(_ id: JobID, slowest: Int) throws(ClientError) -> JobStatus {
+        JobStatus(try connection.request {
+            $0.getJob.job = id.rawValue
+            $0.getJob.summarySlowest = UInt32(clamping: min(max(0, slowest), Int(WireLimits.maxSummarySlowest)))
+        }.reply.job)
+    }
+
     /// Every job the coordinator holds, oldest first (without operation details).
     public func jobs() throws(ClientError) -> [JobStatus] {
         var jobs: [JobStatus] = []

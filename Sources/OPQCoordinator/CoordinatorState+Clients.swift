@@ -99,6 +99,7 @@ extension CoordinatorState {
             reply {
                 $0.job = Opq_V1_JobInfo(job)
                 if get.includeOperations { $0.job.details = job.operations.map { operationInfo($0, includeOutput: false).info } }
+                if get.hasSummarySlowest { $0.job.summary = jobSummary(of: job.operations, slowest: Int(get.summarySlowest)) }
             }
         case .listOperations(let list):
             reply { $0.operations = listOperations(list) }

@@ -35,6 +35,10 @@ extension Opq_V1_ClientRequest: WireEnvelope {
             try Check.id(edge.dependency, path + ".remove_dependency.dependency")
         case .getJob(let request):
             try Check.id(request.job, path + ".get_job.job")
+            if request.hasSummarySlowest {
+                try Check.that(request.summarySlowest <= WireLimits.maxSummarySlowest, path + ".get_job.summary_slowest",
+                               "must be at most \(WireLimits.maxSummarySlowest)")
+            }
         case .listOperations(let request):
             try Check.name(request.queue, path + ".list_operations.queue")
             try Check.count(request.states.count, path + ".list_operations.states", maximum: 16)

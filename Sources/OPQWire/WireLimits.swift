@@ -17,6 +17,8 @@ public enum WireLimits {
     public static let maxRawFrames = maxFrames - 3
     /// Most items in one batch (`Reports`, `Orders`, `Events`, `Register.held`, id lists in replies).
     public static let maxBatchItems = 100_000
+    /// The most slowest operations a job summary lists (`GetJob.summary_slowest`).
+    public static let maxSummarySlowest: UInt32 = 100
     /// Most operations in one `Submit`.
     public static let maxOperationsPerSubmission = Limits.maxOperationsPerSubmission
     /// Most entries of one list inside an operation (argv, environment, commands, dependencies, labels).

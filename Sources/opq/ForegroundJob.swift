@@ -86,7 +86,7 @@ struct ForegroundJob {
             switch ending {
             case .finished:
                 output?.finish()
-                let summary = try JobSummary.fetch(connection, job: job)
+                let summary = try JobSummary.fetchReport(connection, job: job)
                 if showsSummary { summary.print(title: title, elapsed: Self.now() - started, connection: connection) }
                 if !summary.allSucceeded { throw ExitStatus.someFailed }
             case .interrupted:

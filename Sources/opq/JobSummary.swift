@@ -5,18 +5,72 @@ import OPQCore
 /// The end-of-run report: counts per outcome, the slowest operations, and each failure with the
 /// last lines of its output.
 struct JobSummary {
-    /// Every operation of the job (barriers included), in batch order.
+    /// Every operation of the job (barriers included), in batch order, when fetched whole (``fetch(_:job:)``);
+    /// empty when the coordinator counted (``fetchReport(_:job:)``).
     let operations: [OperationStatus]
+    /// How many operations the job has, and of them how many ended how.
+    let total: Int
+    let succeeded: Int
+    let upToDate: Int
+    let failed: Int
+    let cancelled: Int
+    let unfinished: Int
+    /// The operations that ran longest, longest first (at most ``slowestShown``).
+    let slowest: [(status: OperationStatus, duration: Double)]
+    /// The finished operations that did not succeed, in batch order.
+    let failures: [OperationStatus]
 
-    /// Fetches the job's operations.
+    /// How many of the longest-running operations the report shows.
+    static let slowestShown = 5
+
+    /// Counted from every operation's status.
+    init(operations: [OperationStatus]) {
+        self.operations = operations
+        total = operations.count
+        succeeded = operations.filter { $0.outcome == .succeeded }.count
+        upToDate = operations.filter { $0.outcome == .succeeded && $0.reason == .upToDate }.count
+        failed = operations.filter { $0.outcome == .failed }.count
+        cancelled = operations.filter { $0.outcome == .cancelled }.count
+        unfinished = operations.filter { $0.state != .finished }.count
+        slowest = Array(operations.compactMap { info in info.duration.map { (info, $0) } }.sorted { $0.1 > $1.1 }.prefix(Self.slowestShown))
+        failures = operations.filter { $0.state == .finished && $0.outcome != .succeeded }
+    }
+
+    /// As the coordinator counted it (``JobStatus/Summary``).
+    init(_ summary: JobStatus.Summary) {
+        operations = []
+        total = summary.operations
+        succeeded = summary.succeeded
+        upToDate = summary.upToDate
+        failed = summary.failed
+        cancelled = summary.cancelled
+        unfinished = summary.unfinished
+        slowest = summary.slowest.compactMap { info in info.duration.map { (info, $0) } }
+        failures = summary.unsucceeded
+    }
+
+    /// Fetches every operation of the job (for callers that show or list them all).
     static func fetch(_ connection: CoordinatorClient, job: JobID) throws(ClientError) -> JobSummary {
         JobSummary(operations: try connection.job(job).operations)
     }
 
-    func count(_ outcome: Outcome) -> Int { operations.filter { $0.outcome == outcome }.count }
+    /// Fetches the job's end-of-run report: counted by the coordinator, which sends the few operations it
+    /// shows rather than all of them (a coordinator that predates that: every operation, counted here).
+    static func fetchReport(_ connection: CoordinatorClient, job: JobID) throws(ClientError) -> JobSummary {
+        guard let summary = try connection.jobSummary(job, slowest: slowestShown).summary else { return try fetch(connection, job: job) }
+        return JobSummary(summary)
+    }
+
+    func count(_ outcome: Outcome) -> Int {
+        switch outcome {
+        case .succeeded: succeeded
+        case .failed: failed
+        case .cancelled: cancelled
+        }
+    }
 
     /// True when every operation finished and succeeded.
-    var allSucceeded: Bool { operations.allSatisfy(\.succeeded) }
+    var allSucceeded: Bool { succeeded == total && unfinished == 0 }
 
     /// `seconds` in 10 columns: seconds with two decimals from one second on, milliseconds with one below
     /// (a command of a few milliseconds reads `     3.2 ms`, not `0.00 s`).
@@ -26,21 +80,17 @@ struct JobSummary {
 
     /// Prints the report; fetches output tails of failed operations through `connection`.
     func print(title: String, elapsed: Double, connection: CoordinatorClient, outputLines: Int = 5) {
-        let upToDate = operations.filter { $0.outcome == .succeeded && $0.reason == .upToDate }.count
-        var counts = ["succeeded \(count(.succeeded))" + (upToDate > 0 ? " (\(upToDate) up to date, not run)" : ""), "failed \(count(.failed))", "cancelled \(count(.cancelled))"]
-        let unfinished = operations.filter { $0.state != .finished }.count
+        var counts = ["succeeded \(succeeded)" + (upToDate > 0 ? " (\(upToDate) up to date, not run)" : ""), "failed \(failed)", "cancelled \(cancelled)"]
         if unfinished > 0 { counts.append("unfinished \(unfinished)") }
         Swift.print("")
-        Swift.print("\(title): \(operations.count) operations in \(String(format: "%.1f", elapsed)) s — " + counts.joined(separator: ", "))
+        Swift.print("\(title): \(total) operations in \(String(format: "%.1f", elapsed)) s — " + counts.joined(separator: ", "))
 
-        let timed = operations.compactMap { info in info.duration.map { (info, $0) } }.sorted { $0.1 > $1.1 }
-        if !timed.isEmpty {
+        if !slowest.isEmpty {
             Swift.print("slowest:")
-            for (info, duration) in timed.prefix(5) {
+            for (info, duration) in slowest {
                 Swift.print("  " + Self.duration(duration) + "  " + info.label)
             }
         }
-        let failures = operations.filter { $0.state == .finished && $0.outcome != .succeeded }
         guard !failures.isEmpty else { return }
         Swift.print("not succeeded:")
         for info in failures {

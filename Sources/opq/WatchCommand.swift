@@ -55,7 +55,7 @@ struct WatchCommand: ParsableCommand {
                 if case .job = scope { throw ExitStatus.interrupted }
             case .finished:
                 guard case .job(let id) = scope else { return }
-                let summary = try JobSummary.fetch(connection, job: id)
+                let summary = try JobSummary.fetchReport(connection, job: id)
                 if !summary.allSucceeded { throw ExitStatus.someFailed }
             }
         } catch let error as ClientError {

@@ -63,7 +63,8 @@ struct StateDriver {
     /// Worker `name` reports that attempt `attempt` of `operation` ended with `status`, its command having
     /// written `stdout` and `stderr` bytes in all when given.
     mutating func finished(_ name: String, _ operation: UInt64, attempt: UInt32 = 1, status: Opq_V1_AttemptStatus = .succeeded,
-                           exitCode: Int32 = 0, stdout: UInt64? = nil, stderr: UInt64? = nil, sequence: UInt64) throws -> [String] {
+                           exitCode: Int32 = 0, stdout: UInt64? = nil, stderr: UInt64? = nil, duration: Double = 0.5,
+                           sequence: UInt64) throws -> [String] {
         try worker(name) {
             $0.reports.sequence = sequence
             $0.reports.items = [.with {
@@ -72,7 +73,7 @@ struct StateDriver {
                     $0.attempt = attempt
                     $0.status = status
                     $0.exitCode = exitCode
-                    $0.durationSeconds = 0.5
+                    $0.durationSeconds = duration
                     if let stdout { $0.stdout.totalBytes = stdout }
                     if let stderr { $0.stderr.totalBytes = stderr }
                 }

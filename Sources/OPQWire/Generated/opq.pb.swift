@@ -2218,9 +2218,23 @@ public nonisolated struct Opq_V1_GetJob: Sendable {
   /// Also return every operation's OperationInfo.
   public var includeOperations: Bool = false
 
+  /// Also return JobInfo.summary (the end-of-run report of opq run and opq map) with up to this many of
+  /// the longest-running operations (at most 100): what a client would otherwise count from every
+  /// operation's OperationInfo. A coordinator that predates it leaves JobInfo.summary out.
+  public var summarySlowest: UInt32 {
+    get {_summarySlowest ?? 0}
+    set {_summarySlowest = newValue}
+  }
+  /// Returns true if `summarySlowest` has been explicitly set.
+  public var hasSummarySlowest: Bool {self._summarySlowest != nil}
+  /// Clears the value of `summarySlowest`. Subsequent reads from it will return its default value.
+  public mutating func clearSummarySlowest() {self._summarySlowest = nil}
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
+
+  fileprivate var _summarySlowest: UInt32? = nil
 }
 
 /// List operations (reply: OperationList), in submission order. Filters combine with AND.
@@ -3081,37 +3095,90 @@ public nonisolated struct Opq_V1_QueueList: Sendable {
 }
 
 /// A job's operations and progress.
-public nonisolated struct Opq_V1_JobInfo: Sendable {
+public nonisolated struct Opq_V1_JobInfo: @unchecked Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
   // methods supported on all messages.
 
-  public var id: UInt64 = 0
+  public var id: UInt64 {
+    get {_storage._id}
+    set {_uniqueStorage()._id = newValue}
+  }
 
   /// In batch order, barriers included.
-  public var operations: [UInt64] = []
+  public var operations: [UInt64] {
+    get {_storage._operations}
+    set {_uniqueStorage()._operations = newValue}
+  }
 
   /// Barriers excluded.
   public var counts: Opq_V1_Counts {
-    get {_counts ?? Opq_V1_Counts()}
-    set {_counts = newValue}
+    get {_storage._counts ?? Opq_V1_Counts()}
+    set {_uniqueStorage()._counts = newValue}
   }
   /// Returns true if `counts` has been explicitly set.
-  public var hasCounts: Bool {self._counts != nil}
+  public var hasCounts: Bool {_storage._counts != nil}
   /// Clears the value of `counts`. Subsequent reads from it will return its default value.
-  public mutating func clearCounts() {self._counts = nil}
+  public mutating func clearCounts() {_uniqueStorage()._counts = nil}
 
   /// Every operation (barriers included) has finished.
-  public var finished: Bool = false
+  public var finished: Bool {
+    get {_storage._finished}
+    set {_uniqueStorage()._finished = newValue}
+  }
 
   /// GetJob with include_operations.
-  public var details: [Opq_V1_OperationInfo] = []
+  public var details: [Opq_V1_OperationInfo] {
+    get {_storage._details}
+    set {_uniqueStorage()._details = newValue}
+  }
+
+  /// GetJob with summary_slowest.
+  public var summary: Opq_V1_JobSummary {
+    get {_storage._summary ?? Opq_V1_JobSummary()}
+    set {_uniqueStorage()._summary = newValue}
+  }
+  /// Returns true if `summary` has been explicitly set.
+  public var hasSummary: Bool {_storage._summary != nil}
+  /// Clears the value of `summary`. Subsequent reads from it will return its default value.
+  public mutating func clearSummary() {_uniqueStorage()._summary = nil}
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
 
-  fileprivate var _counts: Opq_V1_Counts? = nil
+  fileprivate var _storage = _StorageClass.defaultInstance
+}
+
+/// A job's end-of-run report, counted over every operation (barriers included, unlike JobInfo.counts).
+public nonisolated struct Opq_V1_JobSummary: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  /// All of them.
+  public var operations: UInt64 = 0
+
+  public var succeeded: UInt64 = 0
+
+  /// Of the succeeded: not run, their outputs were up to date.
+  public var upToDate: UInt64 = 0
+
+  public var failed: UInt64 = 0
+
+  public var cancelled: UInt64 = 0
+
+  public var unfinished: UInt64 = 0
+
+  /// The finished operations that ran longest (duration_seconds, longest first; ties in batch order).
+  public var slowest: [Opq_V1_OperationInfo] = []
+
+  /// Every finished operation that did not succeed, in batch order.
+  public var unsucceeded: [Opq_V1_OperationInfo] = []
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
 }
 
 /// Jobs, oldest first.
@@ -6309,7 +6376,7 @@ nonisolated extension Opq_V1_ListJobs: SwiftProtobuf.Message, SwiftProtobuf._Mes
 
 nonisolated extension Opq_V1_GetJob: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".GetJob"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}job\0\u{3}include_operations\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}job\0\u{3}include_operations\0\u{3}summary_slowest\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -6319,24 +6386,33 @@ nonisolated extension Opq_V1_GetJob: SwiftProtobuf.Message, SwiftProtobuf._Messa
       switch fieldNumber {
       case 1: try { try decoder.decodeSingularUInt64Field(value: &self.job) }()
       case 2: try { try decoder.decodeSingularBoolField(value: &self.includeOperations) }()
+      case 3: try { try decoder.decodeSingularUInt32Field(value: &self._summarySlowest) }()
       default: break
       }
     }
   }
 
   public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    // The use of inline closures is to circumvent an issue where the compiler
+    // allocates stack space for every if/case branch local when no optimizations
+    // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+    // https://github.com/apple/swift-protobuf/issues/1182
     if self.job != 0 {
       try visitor.visitSingularUInt64Field(value: self.job, fieldNumber: 1)
     }
     if self.includeOperations != false {
       try visitor.visitSingularBoolField(value: self.includeOperations, fieldNumber: 2)
     }
+    try { if let v = self._summarySlowest {
+      try visitor.visitSingularUInt32Field(value: v, fieldNumber: 3)
+    } }()
     try unknownFields.traverse(visitor: &visitor)
   }
 
   public static func ==(lhs: Opq_V1_GetJob, rhs: Opq_V1_GetJob) -> Bool {
     if lhs.job != rhs.job {return false}
     if lhs.includeOperations != rhs.includeOperations {return false}
+    if lhs._summarySlowest != rhs._summarySlowest {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -7693,7 +7769,112 @@ nonisolated extension Opq_V1_QueueList: SwiftProtobuf.Message, SwiftProtobuf._Me
 
 nonisolated extension Opq_V1_JobInfo: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".JobInfo"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}id\0\u{1}operations\0\u{1}counts\0\u{1}finished\0\u{1}details\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}id\0\u{1}operations\0\u{1}counts\0\u{1}finished\0\u{1}details\0\u{1}summary\0")
+
+  fileprivate class _StorageClass {
+    var _id: UInt64 = 0
+    var _operations: [UInt64] = []
+    var _counts: Opq_V1_Counts? = nil
+    var _finished: Bool = false
+    var _details: [Opq_V1_OperationInfo] = []
+    var _summary: Opq_V1_JobSummary? = nil
+
+      // This property is used as the initial default value for new instances of the type.
+      // The type itself is protecting the reference to its storage via CoW semantics.
+      // This will force a copy to be made of this reference when the first mutation occurs;
+      // hence, it is safe to mark this as `nonisolated(unsafe)`.
+      static nonisolated(unsafe) let defaultInstance = _StorageClass()
+
+    private init() {}
+
+    init(copying source: _StorageClass) {
+      _id = source._id
+      _operations = source._operations
+      _counts = source._counts
+      _finished = source._finished
+      _details = source._details
+      _summary = source._summary
+    }
+  }
+
+  fileprivate mutating func _uniqueStorage() -> _StorageClass {
+    if !isKnownUniquelyReferenced(&_storage) {
+      _storage = _StorageClass(copying: _storage)
+    }
+    return _storage
+  }
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    _ = _uniqueStorage()
+    try withExtendedLifetime(_storage) { (_storage: _StorageClass) in
+      while let fieldNumber = try decoder.nextFieldNumber() {
+        // The use of inline closures is to circumvent an issue where the compiler
+        // allocates stack space for every case branch when no optimizations are
+        // enabled. https://github.com/apple/swift-protobuf/issues/1034
+        switch fieldNumber {
+        case 1: try { try decoder.decodeSingularUInt64Field(value: &_storage._id) }()
+        case 2: try { try decoder.decodeRepeatedUInt64Field(value: &_storage._operations) }()
+        case 3: try { try decoder.decodeSingularMessageField(value: &_storage._counts) }()
+        case 4: try { try decoder.decodeSingularBoolField(value: &_storage._finished) }()
+        case 5: try { try decoder.decodeRepeatedMessageField(value: &_storage._details) }()
+        case 6: try { try decoder.decodeSingularMessageField(value: &_storage._summary) }()
+        default: break
+        }
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    try withExtendedLifetime(_storage) { (_storage: _StorageClass) in
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every if/case branch local when no optimizations
+      // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+      // https://github.com/apple/swift-protobuf/issues/1182
+      if _storage._id != 0 {
+        try visitor.visitSingularUInt64Field(value: _storage._id, fieldNumber: 1)
+      }
+      if !_storage._operations.isEmpty {
+        try visitor.visitPackedUInt64Field(value: _storage._operations, fieldNumber: 2)
+      }
+      try { if let v = _storage._counts {
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 3)
+      } }()
+      if _storage._finished != false {
+        try visitor.visitSingularBoolField(value: _storage._finished, fieldNumber: 4)
+      }
+      if !_storage._details.isEmpty {
+        try visitor.visitRepeatedMessageField(value: _storage._details, fieldNumber: 5)
+      }
+      try { if let v = _storage._summary {
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 6)
+      } }()
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Opq_V1_JobInfo, rhs: Opq_V1_JobInfo) -> Bool {
+    if lhs._storage !== rhs._storage {
+      let storagesAreEqual: Bool = withExtendedLifetime((lhs._storage, rhs._storage)) { (_args: (_StorageClass, _StorageClass)) in
+        let _storage = _args.0
+        let rhs_storage = _args.1
+        if _storage._id != rhs_storage._id {return false}
+        if _storage._operations != rhs_storage._operations {return false}
+        if _storage._counts != rhs_storage._counts {return false}
+        if _storage._finished != rhs_storage._finished {return false}
+        if _storage._details != rhs_storage._details {return false}
+        if _storage._summary != rhs_storage._summary {return false}
+        return true
+      }
+      if !storagesAreEqual {return false}
+    }
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Opq_V1_JobSummary: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".JobSummary"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}operations\0\u{1}succeeded\0\u{3}up_to_date\0\u{1}failed\0\u{1}cancelled\0\u{1}unfinished\0\u{1}slowest\0\u{1}unsucceeded\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -7701,45 +7882,56 @@ nonisolated extension Opq_V1_JobInfo: SwiftProtobuf.Message, SwiftProtobuf._Mess
       // allocates stack space for every case branch when no optimizations are
       // enabled. https://github.com/apple/swift-protobuf/issues/1034
       switch fieldNumber {
-      case 1: try { try decoder.decodeSingularUInt64Field(value: &self.id) }()
-      case 2: try { try decoder.decodeRepeatedUInt64Field(value: &self.operations) }()
-      case 3: try { try decoder.decodeSingularMessageField(value: &self._counts) }()
-      case 4: try { try decoder.decodeSingularBoolField(value: &self.finished) }()
-      case 5: try { try decoder.decodeRepeatedMessageField(value: &self.details) }()
+      case 1: try { try decoder.decodeSingularUInt64Field(value: &self.operations) }()
+      case 2: try { try decoder.decodeSingularUInt64Field(value: &self.succeeded) }()
+      case 3: try { try decoder.decodeSingularUInt64Field(value: &self.upToDate) }()
+      case 4: try { try decoder.decodeSingularUInt64Field(value: &self.failed) }()
+      case 5: try { try decoder.decodeSingularUInt64Field(value: &self.cancelled) }()
+      case 6: try { try decoder.decodeSingularUInt64Field(value: &self.unfinished) }()
+      case 7: try { try decoder.decodeRepeatedMessageField(value: &self.slowest) }()
+      case 8: try { try decoder.decodeRepeatedMessageField(value: &self.unsucceeded) }()
       default: break
       }
     }
   }
 
   public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
-    // The use of inline closures is to circumvent an issue where the compiler
-    // allocates stack space for every if/case branch local when no optimizations
-    // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
-    // https://github.com/apple/swift-protobuf/issues/1182
-    if self.id != 0 {
-      try visitor.visitSingularUInt64Field(value: self.id, fieldNumber: 1)
+    if self.operations != 0 {
+      try visitor.visitSingularUInt64Field(value: self.operations, fieldNumber: 1)
     }
-    if !self.operations.isEmpty {
-      try visitor.visitPackedUInt64Field(value: self.operations, fieldNumber: 2)
+    if self.succeeded != 0 {
+      try visitor.visitSingularUInt64Field(value: self.succeeded, fieldNumber: 2)
     }
-    try { if let v = self._counts {
-      try visitor.visitSingularMessageField(value: v, fieldNumber: 3)
-    } }()
-    if self.finished != false {
-      try visitor.visitSingularBoolField(value: self.finished, fieldNumber: 4)
+    if self.upToDate != 0 {
+      try visitor.visitSingularUInt64Field(value: self.upToDate, fieldNumber: 3)
     }
-    if !self.details.isEmpty {
-      try visitor.visitRepeatedMessageField(value: self.details, fieldNumber: 5)
+    if self.failed != 0 {
+      try visitor.visitSingularUInt64Field(value: self.failed, fieldNumber: 4)
+    }
+    if self.cancelled != 0 {
+      try visitor.visitSingularUInt64Field(value: self.cancelled, fieldNumber: 5)
+    }
+    if self.unfinished != 0 {
+      try visitor.visitSingularUInt64Field(value: self.unfinished, fieldNumber: 6)
+    }
+    if !self.slowest.isEmpty {
+      try visitor.visitRepeatedMessageField(value: self.slowest, fieldNumber: 7)
+    }
+    if !self.unsucceeded.isEmpty {
+      try visitor.visitRepeatedMessageField(value: self.unsucceeded, fieldNumber: 8)
     }
     try unknownFields.traverse(visitor: &visitor)
   }
 
-  public static func ==(lhs: Opq_V1_JobInfo, rhs: Opq_V1_JobInfo) -> Bool {
-    if lhs.id != rhs.id {return false}
+  public static func ==(lhs: Opq_V1_JobSummary, rhs: Opq_V1_JobSummary) -> Bool {
     if lhs.operations != rhs.operations {return false}
-    if lhs._counts != rhs._counts {return false}
-    if lhs.finished != rhs.finished {return false}
-    if lhs.details != rhs.details {return false}
+    if lhs.succeeded != rhs.succeeded {return false}
+    if lhs.upToDate != rhs.upToDate {return false}
+    if lhs.failed != rhs.failed {return false}
+    if lhs.cancelled != rhs.cancelled {return false}
+    if lhs.unfinished != rhs.unfinished {return false}
+    if lhs.slowest != rhs.slowest {return false}
+    if lhs.unsucceeded != rhs.unsucceeded {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
