@@ -32,7 +32,9 @@ struct JobSummary {
         failed = operations.filter { $0.outcome == .failed }.count
         cancelled = operations.filter { $0.outcome == .cancelled }.count
         unfinished = operations.filter { $0.state != .finished }.count
-        slowest = Array(operations.compactMap { info in info.duration.map { (info, $0) } }.sorted { $0.1 > $1.1 }.prefix(Self.slowestShown))
+        // Longest first, ties in batch order (as the coordinator orders them).
+        slowest = Array(operations.enumerated().compactMap { index, info in info.duration.map { (index, info, $0) } }
+            .sorted { $0.2 != $1.2 ? $0.2 > $1.2 : $0.0 < $1.0 }.prefix(Self.slowestShown).map { ($0.1, $0.2) })
         failures = operations.filter { $0.state == .finished && $0.outcome != .succeeded }
     }
 
