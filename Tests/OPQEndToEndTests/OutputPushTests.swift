@@ -11,14 +11,30 @@ import Testing
         defer { cluster.stop() }
         try cluster.startCoordinator()
         try cluster.startWorker("w1")
-        let fifo = cluster.path("go")
-        #expect(mkfifo(fifo, 0o600) == 0)
+        // The command prints nothing until the watch is on: a line printed before would reach the watch only
+        // as "stdout has reached 6 bytes" (an empty piece: read the rest from the spool), not as a push.
+        let start = cluster.path("start"), fifo = cluster.path("go")
+        #expect(mkfifo(start, 0o600) == 0 && mkfifo(fifo, 0o600) == 0)
         let client = try CoordinatorClient(endpoint: cluster.clientsEndpoint)
         let receipt = try client.submit(Submission([OperationSpec(
-            name: "talker", work: .command(Command(["/bin/sh", "-c", #"echo first; read line < "$0"; echo second"#, fifo])))]))
+            name: "talker", work: .command(Command(["/bin/sh", "-c", #"read line < "$0"; echo first; read line < "$1"; echo second"#, start, fifo])))]))
         try client.watch(.job(receipt.job), includeOutput: true)
-        var pieces: [OutputPiece] = []
         let end = ContinuousClock.now + .seconds(60)
+        // Executing (the shell is about to open the fifo): then the write below blocks only until it does.
+        var executing = false
+        while !executing, ContinuousClock.now < end {
+            switch try client.nextWatchUpdate(until: end) {
+            case .snapshot(let snapshot): executing = snapshot.operations.contains { $0.state == .executing }
+            case .events(let events): executing = events.contains { if case .stateChanged(let change) = $0 { change.state == .executing } else { false } }
+            default: break
+            }
+        }
+        #expect(executing, "\(cluster.logs)")
+        let starter = open(start, O_WRONLY)
+        #expect(starter >= 0)
+        _ = "go\n".withCString { write(starter, $0, 3) }
+        close(starter)
+        var pieces: [OutputPiece] = []
         while !pieces.contains(where: { String(decoding: $0.bytes, as: UTF8.self).contains("first") }), ContinuousClock.now < end {
             if case .output(let piece) = try client.nextWatchUpdate(until: end) { pieces.append(piece) }
         }
