@@ -56,8 +56,6 @@ public final class LeaseWatchdog: @unchecked Sendable {
         return entry >= 0 ? Listing(entry: entry) : nil
     }
 
-    /// Unlists a group: from the return on, the watchdog does not signal it. Call it before reaping the
-    /// group's last member (its id may be reused from then on).
     /// Reserves an entry for a group about to be spawned: give ``slot(of:)`` to the spawn (the child writes
     /// its group id there before it execs), then ``confirm(_:group:)``; ``remove(_:)`` if the spawn failed.
     /// Nil when the table is full.
@@ -77,6 +75,8 @@ public final class LeaseWatchdog: @unchecked Sendable {
         withUnsafePointer(to: watchdog) { opq_lease_watchdog_confirm($0, listing.entry, group) }
     }
 
+    /// Unlists a group: from the return on, the watchdog does not signal it. Call it before reaping the
+    /// group's last member (its id may be reused from then on).
     public func remove(_ listing: Listing) {
         withUnsafePointer(to: watchdog) { opq_lease_watchdog_remove($0, listing.entry) }
     }

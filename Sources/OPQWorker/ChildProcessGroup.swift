@@ -117,7 +117,7 @@ final class ChildProcessGroup: @unchecked Sendable {
         // The group's lease entry is taken first and the child lists itself in it before it execs: a worker
         // killed between the spawn and the listing below would otherwise leave a group nobody kills.
         let reserved = lease?.reserve()
-        let slot = reserved.map { LeaseSlot(lease!.slot(of: $0)) }
+        let slot = lease.flatMap { lease in reserved.map { LeaseSlot(lease.slot(of: $0)) } }
         let pid: pid_t
         do throws(SystemError) {
             pid = try NicenessLane.perform(niceness: niceness) { () throws(SystemError) -> pid_t in
