@@ -15,14 +15,14 @@ extension CoordinatorState {
         for (index, id) in operations.enumerated() {
             // Timed: every operation with a finish report (OperationInfo.duration_seconds), as a client sees it.
             if slowest > 0, let duration = outputs[id]?.duration { timed.append((duration, index)) }
-            guard let snapshot = core.operation(id), snapshot.state == .finished else {
+            guard let ending = core.ending(of: id), ending.state == .finished else {
                 summary.unfinished += 1
                 continue
             }
-            switch snapshot.outcome {
+            switch ending.outcome {
             case .succeeded:
                 summary.succeeded += 1
-                if snapshot.reason == .upToDate { summary.upToDate += 1 }
+                if ending.reason == .upToDate { summary.upToDate += 1 }
             case .failed:
                 summary.failed += 1
                 unsucceeded.append(id)

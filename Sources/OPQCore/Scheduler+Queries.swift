@@ -65,6 +65,14 @@ extension Scheduler {
         return (operations[index].name, outcome)
     }
 
+    /// The state of `id` and, once it finished, how and why (nil when unknown or pruned), without building
+    /// its whole snapshot: a job's summary asks it of every operation.
+    public func ending(of id: OperationID) -> (state: OperationState, outcome: Outcome?, reason: FinishReason?)? {
+        guard let index = index(of: id), !isPruned(index) else { return nil }
+        let record = operations[index]
+        return (record.state, record.outcome, record.reason)
+    }
+
     /// A queue's settings and counts.
     public struct QueueSnapshot: Hashable, Sendable {
         public var name: String
