@@ -42,11 +42,11 @@ struct WaitCommand: ParsableCommand {
         do {
             switch id {
             case .job(let job):
-                let summary = try Self.waitForJob(connection, job: job, timeout: timeout)
+                let summary = try Self.waitForJob(connection, job: job, timeout: timeout, everyOperation: json)
                 let counts = ["succeeded", "failed", "cancelled"].enumerated().map { k, word in
                     "\(summary.count([Outcome.succeeded, .failed, .cancelled][k])) \(word)"
                 }
-                let unfinished = summary.operations.filter { $0.state != .finished }.count
+                let unfinished = summary.unfinished
                 if json {
                     print(JSONOutput.string(["job": job.rawValue, "finished": unfinished == 0,
                                              "operations": summary.operations.map(JSONOutput.operation)]))
@@ -65,13 +65,14 @@ struct WaitCommand: ParsableCommand {
         }
     }
 
-    /// Waits until the job finished or `timeout` passed; returns its operations. A signal ends the wait
-    /// at once (exit status 130).
-    static func waitForJob(_ connection: CoordinatorClient, job: JobID, timeout: Double? = nil) throws -> JobSummary {
+    /// Waits until the job finished or `timeout` passed; returns its summary, with every operation's status
+    /// when `everyOperation` (else as the coordinator counts it). A signal ends the wait at once (exit status 130).
+    static func waitForJob(_ connection: CoordinatorClient, job: JobID, timeout: Double? = nil,
+                           everyOperation: Bool = false) throws -> JobSummary {
         if try blockUntilFinished(connection, job: job, timeout: timeout) == .interrupted {
             throw fail(.interrupted, "interrupted")
         }
-        return try JobSummary.fetch(connection, job: job)
+        return try everyOperation ? JobSummary.fetch(connection, job: job) : JobSummary.fetchReport(connection, job: job)
     }
 
     /// Blocks on one Wait request until the job has finished (`.finished`), a signal came
