@@ -131,7 +131,8 @@ extension Coordinator {
     func send(_ message: Opq_V1_CoordinatorToWorker, toConnection identity: [UInt8]) -> Bool {
         do {
             let frames = try Frames.encode(message, to: identity)
-            let result = try workersSocket.send(frames, flags: .dontWait)
+            // A hosted worker's link, or else a connection of the socket.
+            let result = try directLinks?.deliver(frames).result ?? workersSocket.send(frames, flags: .dontWait)
             guard result == .sent else {
                 let worker = state.workerIdentities[identity].map { "\($0)" } ?? "unregistered"
                 logger.warning("worker unreachable", metadata: ["worker.id": "\(worker)", "result": "\(result)"])
@@ -141,6 +142,18 @@ extension Coordinator {
         } catch {
             logger.error("cannot send to worker", metadata: ["error": "\(error)"])
             return false
+        }
+    }
+}
+
+extension DirectLinks.Delivery {
+    /// The socket's result for a delivery over a direct link; nil when the routing id is no link's.
+    fileprivate var result: SendResult? {
+        switch self {
+        case .delivered: .sent
+        case .full: .wouldBlock
+        case .unreachable: .hostUnreachable
+        case .notALink: nil
         }
     }
 }

@@ -35,6 +35,10 @@ public final class Coordinator: @unchecked Sendable {
     public let workersEndpoint: String
     /// The endpoint clients connect to, as bound.
     public let clientsEndpoint: String
+    /// The links of the workers this loop's thread serves (``host(_:)``), which carry their messages in
+    /// memory instead of over ``CoordinatorConfiguration/inProcessWorkersEndpoint``; there only when that
+    /// endpoint is configured (never with CURVE: no link carries a key). Read each turn like a socket.
+    public let directLinks: DirectLinks?
 
     /// Everything the coordinator knows and decides: the core, sessions, watchers, waiters, receipts,
     /// the client backlog (``CoordinatorState``, a pure state machine). This class is its socket loop.
@@ -129,6 +133,7 @@ public final class Coordinator: @unchecked Sendable {
         self.workersEndpoint = try workersSocket.bind(workersEndpoint)
         self.clientsEndpoint = try clientsSocket.bind(clientsEndpoint)
         if let inProcess = configuration.inProcessWorkersEndpoint { try workersSocket.bind(inProcess) }
+        directLinks = configuration.inProcessWorkersEndpoint == nil ? nil : DirectLinks()
 
         var fds: [Int32] = [0, 0]
         guard pipe(&fds) == 0 else { throw ZMQError(call: "pipe", code: errno) }
@@ -205,6 +210,8 @@ public final class Coordinator: @unchecked Sendable {
         while true {
             var timeout = max(0, Int(((wakeAt - clock.now()) * 1000).rounded(.up)))
             for guest in guests { timeout = min(timeout, guest.prepareWait(&poller)) }
+            // A hosted worker's messages sent after the last read (its `started`) are read now.
+            if let directLinks, directLinks.pendingForCoordinator > 0 { timeout = 0 }
             try poller.poll(timeout: timeout, spinning: &spinning, expecting: dispatchedInProcessWork)
             dispatchedInProcessWork = false
             let now = clock.now()
@@ -218,7 +225,9 @@ public final class Coordinator: @unchecked Sendable {
                 guests.removeAll { !$0.turn(&poller) }
                 poller.clearResults()
             }
-            if workersReady || hosting { try drain(workersSocket, now: now, handle: handleWorkerMessage) }
+            // A guest on the socket (not on a direct link) sent in its turn: read it now, not at the next poll.
+            if workersReady || (hosting && directLinks == nil) { try drain(workersSocket, now: now, handle: handleWorkerMessage) }
+            if let directLinks, directLinks.pendingForCoordinator > 0 { try drain(directLinks, now: now) }
             if clientsReady { try drain(clientsSocket, now: now, handle: handleAuthenticatedClientMessage) }
             state.tick(now: now)
             wakeAt = try finishTurn(now: now)
@@ -243,6 +252,16 @@ public final class Coordinator: @unchecked Sendable {
             guard let (frames, peerKey) = try socket.receiveMultipart(flags: .dontWait, property: property) else { return }
             telemetry?.totals.messagesReceived &+= 1
             try handle(frames, peerKey, now)
+        }
+    }
+
+    /// Handles up to `messagesPerTurn` messages the hosted workers sent over their direct links (no
+    /// peer key: they are in this process).
+    private func drain(_ links: DirectLinks, now: Double) throws {
+        for _ in 0..<configuration.messagesPerTurn {
+            guard let frames = links.receive() else { return }
+            telemetry?.totals.messagesReceived &+= 1
+            try handleWorkerMessage(frames, peerKey: nil, now: now)
         }
     }
 

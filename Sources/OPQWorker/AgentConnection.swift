@@ -12,7 +12,8 @@ import Darwin
 
 /// The socket thread of a ``WorkerAgent``: owns the DEALER socket and runs the connection's loop — on a
 /// thread of its own (``run()``), or as a guest of another loop on that loop's thread (``HostedAgent``:
-/// the workers of a one-process cluster, served by the coordinator's loop).
+/// the workers of a one-process cluster, served by the coordinator's loop, which then carries the
+/// messages over a direct link in memory instead of a socket: ``directLinks``).
 ///
 /// Each turn: poll (the socket, the event inbox's pipe and the child monitor's epoll set, until the next
 /// deadline) → drain and reap the commands that are ready (``ChildMonitor``) → take the runner's
@@ -54,8 +55,19 @@ final class AgentConnection {
     private let context: Context
     /// The context was made here (not shared with an in-process coordinator): ``run()`` closes it.
     private let ownsContext: Bool
-    /// The DEALER socket; nil while ``Phase/waiting(until:)``.
-    var socket: Socket?
+    /// What carries the connection's messages: a DEALER socket, or a direct link to the coordinator
+    /// whose loop serves this connection (``directLinks``).
+    enum Channel {
+        case socket(Socket)
+        case link(DirectLink)
+    }
+    /// The connection's channel; nil while ``Phase/waiting(until:)``.
+    var channel: Channel?
+    /// The channel's socket, if it is one.
+    var socket: Socket? { if case .socket(let socket)? = channel { socket } else { nil } }
+    /// Set by a coordinator that serves this connection on its own loop's thread (``HostedAgent``): each
+    /// connection is then a link of these (messages in memory, ``DirectLinks``), not a socket.
+    var directLinks: DirectLinks?
     /// Over CURVE: the socket's handshakes, telling a refused key from no coordinator.
     private var handshakes: HandshakeWatch?
     /// Where this connection's items are in the poller that serves it (``attach(to:)``).
@@ -205,6 +217,9 @@ final class AgentConnection {
         if let held = signalledFromOutside.first { deadline = min(deadline, held.until) }
         // Posted by this thread after the turn took its events (they wrote no wake-up byte).
         if agent.inbox.hasPending { deadline = now }
+        // The coordinator's messages over a direct link wake no poll: read them now (and retry a send
+        // refused for a full link once the coordinator has read it).
+        if case .link(let link)? = channel, link.hasMessages || (sendBlocked && link.hasRoom) { deadline = now }
         if polledSocket !== socket {
             try poller.setSocket(socket, at: items.socket)
             polledSocket = socket
@@ -225,7 +240,11 @@ final class AgentConnection {
     /// (``done``). Throws only when a socket cannot be opened at all.
     func turn(_ poller: Poller) throws(ZMQError) {
         // Room again: this turn's sends retry (and set it again if they are still refused).
-        if socket != nil, poller.isWritable(items.socket) { sendBlocked = false }
+        switch channel {
+        case .socket?: if poller.isWritable(items.socket) { sendBlocked = false }
+        case .link(let link)?: if link.hasRoom { sendBlocked = false }
+        case nil: break
+        }
         // Commands' output and ends first: a `finished` posted here goes out in this turn's Reports.
         if poller.isReadable(items.children) { agent.childMonitor?.service() }
         let now = MonotonicClock.now()
@@ -295,12 +314,18 @@ final class AgentConnection {
     private func receiveAll(now: Double) {
         // Bounded per turn, so a flood of orders cannot starve reports and heartbeats.
         for _ in 0..<1_000 {
-            guard let socket else { return }
             let frames: [[UInt8]]?
-            do {
-                frames = try socket.receiveMultipart(flags: .dontWait)
-            } catch {
-                return lose("receive failed", error: "\(error)", now: now)
+            switch channel {
+            case nil:
+                return
+            case .link(let link):
+                frames = link.receive()
+            case .socket(let socket):
+                do {
+                    frames = try socket.receiveMultipart(flags: .dontWait)
+                } catch {
+                    return lose("receive failed", error: "\(error)", now: now)
+                }
             }
             guard let frames else { return }
             handle(frames, now: now)
@@ -347,6 +372,12 @@ final class AgentConnection {
     // MARK: - Socket
 
     private func openSocket(now: Double) throws(ZMQError) {
+        if let directLinks {
+            channel = .link(directLinks.connect())
+            phase = .connecting(deadline: now + window)
+            logger.debug("connecting over a direct link")
+            return
+        }
         let socket = try context.socket(.dealer)
         do throws(ZMQError) {
             // A fresh random routing id per connection: the coordinator binds it to this worker's session
@@ -370,7 +401,7 @@ final class AgentConnection {
             socket.close()
             throw error
         }
-        self.socket = socket
+        channel = .socket(socket)
         phase = .connecting(deadline: now + window)
         logger.debug("connecting")
     }
@@ -404,7 +435,17 @@ final class AgentConnection {
 
     /// Sends one message without blocking; false if it was refused (kept by the caller for later).
     func send(_ frames: [[UInt8]], now: Double) -> Bool {
-        guard let socket else { return false }
+        let socket: Socket
+        switch channel {
+        case nil:
+            return false
+        case .link(let link):
+            let sent = link.send(frames)
+            sendBlocked = !sent
+            return sent
+        case .socket(let open):
+            socket = open
+        }
         do {
             let sent = try socket.send(frames, flags: .dontWait) == .sent
             sendBlocked = !sent
@@ -497,11 +538,14 @@ final class AgentConnection {
     }
 
     private func closeSocket() {
-        guard let socket else { return }
+        guard let channel else { return }
         handshakes?.close()
         handshakes = nil
-        self.socket = nil
+        self.channel = nil
         sendBlocked = false
-        socket.close()
+        switch channel {
+        case .socket(let socket): socket.close()
+        case .link(let link): link.close()
+        }
     }
 }

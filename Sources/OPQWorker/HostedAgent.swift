@@ -1,3 +1,4 @@
+import OPQWire
 import ZeroMQ
 
 /// A ``WorkerAgent`` served by another loop's thread (``PollGuest``): the workers of a one-process
@@ -17,10 +18,12 @@ final class HostedAgent: PollGuest {
     /// The agent has ended (its items are inert; it is not served again).
     private var isOver = false
 
-    /// Sets the agent up (``WorkerAgent/open()``); `ended` learns how it ends.
-    init(_ agent: WorkerAgent, ended: @escaping (Result<Void, any Error>) -> Void) throws {
+    /// Sets the agent up (``WorkerAgent/open()``); `ended` learns how it ends. With `directLinks` (the
+    /// host is the coordinator, whose loop reads them) it connects over a link of them, not a socket.
+    init(_ agent: WorkerAgent, directLinks: DirectLinks? = nil, ended: @escaping (Result<Void, any Error>) -> Void) throws {
         self.agent = agent
         connection = try agent.open()
+        connection.directLinks = directLinks
         self.ended = ended
     }
 

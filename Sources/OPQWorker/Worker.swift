@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import OPQCore
+import OPQWire
 import ZeroMQ
 
 /// An embedded worker: a program offers its own handlers — Foundation `Operation`s — to a coordinator,
@@ -116,11 +117,15 @@ public final class Worker: @unchecked Sendable {
     /// coordinator's loop, for the workers of a one-process cluster); returns the guest for the host. Use
     /// it instead of ``run()`` or ``start()``; ``waitUntilStopped(timeout:)`` and ``stop(handBack:reason:)``
     /// work as with them.
+    /// - Parameter directLinks: the coordinator's (``OPQCoordinator/Coordinator/directLinks``) when the
+    ///   host is that coordinator's loop: the worker then talks to it over a link of them, in memory,
+    ///   instead of a socket to ``WorkerConfiguration/coordinator``. They are not thread-safe: only the
+    ///   loop that reads them may host the worker.
     /// - Throws: when the worker cannot be set up at all (no lease watchdog, no file descriptors).
-    public func hosted() throws -> any PollGuest {
+    public func hosted(directLinks: DirectLinks? = nil) throws -> any PollGuest {
         claimStart()
         do {
-            return try HostedAgent(agent) { [self] result in finish(result) }
+            return try HostedAgent(agent, directLinks: directLinks) { [self] result in finish(result) }
         } catch {
             finish(.failure(error))
             throw error

@@ -5,10 +5,11 @@ import OPQWorker
 
 /// The workers of a one-process cluster (`opq-coordinator --local-workers N`, what `opq run` and
 /// `opq map --local` start): N ``Worker``s with the built-in handlers on threads of this process, named
-/// `local-1`, `local-2`, …, sharing the coordinator's ZeroMQ context and connected to its workers socket
-/// over `inproc://` (``CoordinatorConfiguration/inProcessWorkersEndpoint``). An `inproc://` message
-/// skips libzmq's I/O threads: a round trip costs about half the latency and 0.4× the CPU of one between
-/// two processes over `ipc://`, and the dispatch path is made of round trips.
+/// `local-1`, `local-2`, …, each talking to the coordinator over a direct link
+/// (``OPQCoordinator/Coordinator/directLinks``): the same frames a socket would carry, queued in memory
+/// and read by the coordinator's loop in the same turn. The dispatch path is made of round trips; over
+/// `inproc://` (``CoordinatorConfiguration/inProcessWorkersEndpoint``, still bound for workers a program
+/// hosts on threads of its own) each message cost libzmq a mailbox command and its wake-up checks.
 ///
 /// Each worker keeps what a separate `opq-worker` has — its connection, local queue and lease watchdog
 /// process (its commands are killed when its lease ends, or when this process dies) — but no socket
@@ -56,7 +57,7 @@ final class LocalWorkers: @unchecked Sendable {
     /// - Throws: when a worker cannot be set up at all (no lease watchdog process, no file descriptors).
     func start() throws {
         for worker in workers {
-            coordinator.host(try worker.hosted())
+            coordinator.host(try worker.hosted(directLinks: coordinator.directLinks))
             Thread.detachNewThread { [self] in
                 do {
                     try worker.waitUntilStopped()
