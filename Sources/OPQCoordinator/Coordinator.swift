@@ -213,7 +213,9 @@ public final class Coordinator: @unchecked Sendable {
             // A hosted worker's messages sent after the last read (its `started`) are read now.
             if let directLinks, directLinks.pendingForCoordinator > 0 { timeout = 0 }
             try poller.poll(timeout: timeout, spinning: &spinning, expecting: dispatchedInProcessWork)
-            dispatchedInProcessWork = false
+            // A poll that did not wait (a hosted worker's `started` already on its link) leaves the handler's
+            // finish still expected: the next wait spins for it.
+            if timeout != 0 { dispatchedInProcessWork = false }
             let now = clock.now()
             state.wallTime = Date().timeIntervalSince1970
             if poller.isReadable(wake), wokenToStop(now: now) { break }

@@ -226,13 +226,16 @@ import Testing
     }
 
     @Test func theLoopSpinsAfterDispatchingHandlersAndNeverForCommands() throws {
-        // A chain of handler no-ops: each link is dispatched and its finish comes back within the spin.
+        // A chain of handlers that run on threads of their own (`sleep 0`): each link is dispatched and its
+        // finish comes back from that thread within the spin. (A handler that runs where it is started, like
+        // `noop`, has finished and been reported over the worker's direct link before the loop's next poll:
+        // nothing to wait for, so nothing to spin for.)
         let handlers = try Self.start(workers: 1, slots: 1, ["--spin", "1000"])
         defer { handlers.stop() }
         do {
             let coordinator = try RemoteCoordinator(endpoint: handlers.clientsEndpoint, timeout: 20)
             defer { coordinator.close() }
-            let links = (0..<100).map { _ in RemoteOperation(handler: "noop") }
+            let links = (0..<100).map { _ in RemoteOperation(handler: "sleep", text: "0") }
             for (before, after) in zip(links, links.dropFirst()) { try after.addDependency(before) }
             try RemoteOperationQueue(name: "work", coordinator: coordinator).addOperations(links, waitUntilFinished: false)
             #expect(links.last!.waitUntilFinished(timeout: 60), "the chain did not finish\n\(handlers.logs)")
