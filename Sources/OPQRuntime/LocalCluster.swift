@@ -10,7 +10,7 @@ import Foundation
 /// report and say goodbye), ``kill()`` at once. Either removes the directory when the cluster made it.
 ///
 /// ``startOneProcess(workers:slots:arguments:journaled:)`` starts the coordinator with its workers inside its own
-/// process instead (`opq-coordinator --local-workers`, over `inproc://`): what `opq run` uses; more
+/// process instead (`opq-coordinator --local-workers`, on direct links in memory): what `opq run` uses; more
 /// workers may still be started as processes.
 // @unchecked Sendable: its processes are ``ChildProcess``es (thread-safe); its own mutable fields (`coordinator`, `workers`, `stopped`) are set only by the thread that owns the cluster, which starts, stops and kills it (those calls must not race one another).
 public final class LocalCluster: @unchecked Sendable {

@@ -28,7 +28,7 @@ struct ClusterThroughputRun: Codable {
 }
 
 /// Where the workers run: `opq-worker` processes, or threads of the coordinator's process over
-/// `inproc://` (`opq-coordinator --local-workers`, what `opq run` and `opq map --local` start) — as it
+/// direct links in memory (`opq-coordinator --local-workers`, what `opq run` and `opq map --local` start) — as it
 /// starts by default (spinning before waits, `--spin`) and with `--spin 0`, for comparison.
 enum Topology: String, Codable, CaseIterable {
     case processes

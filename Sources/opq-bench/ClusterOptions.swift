@@ -63,7 +63,7 @@ struct ClusterOptions {
                               threads idle and with 8 commands running (default 2000)
       --no-commands           skip the command run
       --no-one-process        skip the one-process cluster (opq-coordinator --local-workers N: the workers on threads
-                              of the coordinator over inproc://, what `opq run` starts), measured by default beside the
+                              of the coordinator on direct links, what `opq run` starts), measured by default beside the
                               separate processes for throughput, latency and the chain
       --no-spin-baseline      skip the one-process cluster with --spin 0 (its event loops sleeping at once instead
                               of polling up to 50 µs for handlers' finishes), measured by default beside it

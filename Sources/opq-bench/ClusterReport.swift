@@ -196,7 +196,7 @@ struct ClusterReport: Codable {
                            + "\(Format.rate(tcp.operationsPerSecond)) ops/s without it (\(Format.fixed(ratio, 2))×; target ≥ 0.8×: "
                            + "\(Format.verdict(ratio >= 0.8))).")
             }
-            out.append("  workers = opq-worker processes, or one-process: threads of the coordinator over inproc:// (opq run's cluster;")
+            out.append("  workers = opq-worker processes, or one-process: threads of the coordinator on direct links (opq run's cluster;")
             out.append("  its coord CPU and switches include the workers').")
             out.append("  CPU µs/op = user + system time (/proc/PID/stat) over the timed run ÷ ops; workers summed. \(machine.activeCores) cores")
             out.append("  carry the coordinator, both workers and this client: a sum near \(machine.activeCores) × 1e6 ÷ ops/s means CPU-bound.")

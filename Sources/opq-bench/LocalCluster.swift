@@ -27,7 +27,7 @@ struct Binaries {
 /// loopback TCP, optionally with CURVE: ``Transport``): the runtime's launcher
 /// (``OPQRuntime/LocalCluster``) with the benchmark's settings, keys and client. The workers are
 /// `opq-worker` processes, or (``startCoordinator(fsync:http:localWorkers:extraArguments:)`` with
-/// `localWorkers`) threads of the coordinator's process over `inproc://`: the one-process cluster of
+/// `localWorkers`) threads of the coordinator's process on direct links in memory: the one-process cluster of
 /// `opq run`.
 /// Every process is killed (SIGKILL) by ``stop()``, which `deinit` also calls; the directory stays
 /// (the benchmark removes its scratch directory unless asked to keep the logs).

@@ -72,8 +72,9 @@ struct OPQCoordinatorCommand: ParsableCommand {
 
             One-process cluster (what 'opq run' and 'opq map --local' start): --local-workers N also runs N workers \
             named local-1 … local-N inside this process, each with --local-slots slots, the built-in handlers, \
-            this --kill-grace and its own lease watchdog; they talk to the coordinator over inproc:// (no \
-            socket between processes on the dispatch path, about half the round trip). Other workers may still \
+            this --kill-grace and its own lease watchdog; they talk to the coordinator through direct links in \
+            memory (no socket on the dispatch path: a command's end, the next dispatch and its spawn happen in \
+            one turn of the coordinator's loop). Other workers may still \
             connect to the workers endpoint. Logs of the local workers go to the same standard error. SIGINT or \
             SIGTERM stops the local workers first (no new work; running commands get --kill-grace seconds to \
             finish, then are stopped and handed back; they report and say goodbye), then the coordinator; a \
@@ -134,7 +135,7 @@ struct OPQCoordinatorCommand: ParsableCommand {
     @Option(help: ArgumentHelp("Megabytes the output spool keeps over all operations; the oldest finished operations' output goes first.", valueName: "MB"))
     var outputSpoolBudget = Defaults.outputSpoolBudget
 
-    @Option(help: ArgumentHelp("Also run N workers (local-1 … local-N) inside this process, over inproc:// (0 to \(Self.maxLocalWorkers)). Default: 0.", valueName: "n"))
+    @Option(help: ArgumentHelp("Also run N workers (local-1 … local-N) inside this process, on direct links in memory (0 to \(Self.maxLocalWorkers)). Default: 0.", valueName: "n"))
     var localWorkers = Defaults.localWorkers
 
     @Option(help: ArgumentHelp("Slots of each local worker (1 to \(Limits.maxSlots)). Default: the machine's CPUs.", valueName: "n"))

@@ -5,7 +5,7 @@ import ZeroMQ
 
 /// The embedded one-machine cluster of `opq run` and `opq map --local`: the runtime's launcher
 /// (``OPQRuntime/LocalCluster``) with ONE private `opq-coordinator` process running N workers on threads
-/// of its own (`--local-workers`: they talk to it over `inproc://`, the dispatch round trip never leaves
+/// of its own (`--local-workers`: they talk to it over direct links in memory, the dispatch round trip never leaves
 /// the process), its clients endpoint on `ipc://` in a fresh temporary directory, which `stop` removes.
 typealias LocalCluster = OPQRuntime.LocalCluster
 
