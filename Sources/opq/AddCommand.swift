@@ -24,7 +24,7 @@ struct AddCommand: ParsableCommand {
 
             Exit status: 0 added (with --wait: it succeeded); 1 with --wait: it failed or was cancelled; 2 usage error or refused (unknown dependency, …), nothing added; 3 cannot reach the coordinator.
             """
-    )
+    ).subcommandOfOPQ
 
     @OptionGroup var global: GlobalOptions
 

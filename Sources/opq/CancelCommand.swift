@@ -19,7 +19,7 @@ struct CancelCommand: ParsableCommand {
               opq cancel --queue encode
               opq cancel --all
             """
-    )
+    ).subcommandOfOPQ
 
     @OptionGroup var global: GlobalOptions
 

@@ -7,7 +7,7 @@ struct KeysCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "keys",
         abstract: "Make CURVE key pairs for a coordinator, its workers and its clients.",
-        subcommands: [KeysGenerateCommand.self])
+        subcommands: [KeysGenerateCommand.self]).subcommandOfOPQ
 }
 
 /// `opq keys generate`: one Z85 key pair, as NAME.public (give it out) and NAME.secret (mode 0600).

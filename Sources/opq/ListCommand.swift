@@ -16,7 +16,7 @@ struct ListCommand: ParsableCommand {
               opq list --queue encode --state ready
               opq list --job job-3 --json       # [{"id": …, "name": …, "state": …, "outcome": …}, …]
             """
-    )
+    ).subcommandOfOPQ
 
     @OptionGroup var global: GlobalOptions
 

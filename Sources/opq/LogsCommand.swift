@@ -17,7 +17,7 @@ struct LogsCommand: ParsableCommand {
               opq logs op-17
               opq logs 17 2>/dev/null     # stdout only
             """
-    )
+    ).subcommandOfOPQ
 
     @OptionGroup var global: GlobalOptions
 

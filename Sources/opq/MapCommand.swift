@@ -43,7 +43,7 @@ struct MapCommand: ParsableCommand {
 
             Exit status: 0 every operation succeeded; 1 some failed or were cancelled; 2 usage error (nothing ran); 3 cannot reach the coordinator (or start the local cluster); 130 interrupted. With --halt, parallel's: the failing command's status for fail=1, the number of failures (at most 101) for fail=N, the percentage failed for fail=N%, 0 once success=N is met.
             """
-    )
+    ).subcommandOfOPQ
 
     @OptionGroup var global: GlobalOptions
 

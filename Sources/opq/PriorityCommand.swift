@@ -16,7 +16,7 @@ struct PriorityCommand: ParsableCommand {
               opq priority op-17 veryHigh
               opq priority 17 -4
             """
-    )
+    ).subcommandOfOPQ
 
     @OptionGroup var global: GlobalOptions
 

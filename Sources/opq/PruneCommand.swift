@@ -18,7 +18,7 @@ struct PruneCommand: ParsableCommand {
               opq prune --older-than 7d      # jobs finished at least a week ago (s, m, h, d; plain number = seconds)
               opq prune --json               # {"jobs": [3, 4], "operations": 120}
             """
-    )
+    ).subcommandOfOPQ
 
     @OptionGroup var global: GlobalOptions
 

@@ -14,7 +14,7 @@ struct QueueCommand: ParsableCommand {
               opq queue set default --max-concurrent -1    # no limit
             """,
         subcommands: [QueueSetCommand.self]
-    )
+    ).subcommandOfOPQ
 }
 
 /// `opq queue set Q --max-concurrent N` (maxConcurrentOperationCount).

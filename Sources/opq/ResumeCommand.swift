@@ -13,7 +13,7 @@ struct ResumeCommand: ParsableCommand {
               opq resume                    # the queue "default"
               opq resume --queue encode
             """
-    )
+    ).subcommandOfOPQ
 
     @OptionGroup var global: GlobalOptions
 

@@ -19,7 +19,7 @@ struct RetryCommand: ParsableCommand {
 
             Exit status: 0 submitted (with --wait: every operation succeeded); 1 nothing to retry, or with --wait some operation failed; 2 usage error; 3 cannot reach the coordinator.
             """
-    )
+    ).subcommandOfOPQ
 
     @OptionGroup var global: GlobalOptions
 

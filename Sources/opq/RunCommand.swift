@@ -27,7 +27,7 @@ struct RunCommand: ParsableCommand {
 
             Exit status: 0 every operation succeeded; 1 some failed or were cancelled; 2 usage or job-file error (nothing ran); 3 the local cluster could not be started or reached; 130 interrupted.
             """
-    )
+    ).subcommandOfOPQ
 
     @Argument(help: "The job file (YAML, or JSON when it ends in .json).")
     var file: String

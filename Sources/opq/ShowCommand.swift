@@ -42,7 +42,7 @@ struct ShowCommand: ParsableCommand {
             most recent 100,000 events). A long story keeps its first 100 and latest steps ("omitted"
             counts the rest); "complete" is false when it starts after a coordinator restart.
             """
-    )
+    ).subcommandOfOPQ
 
     @OptionGroup var global: GlobalOptions
 

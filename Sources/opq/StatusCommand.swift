@@ -15,7 +15,7 @@ struct StatusCommand: ParsableCommand {
               opq status job-3               # one line per operation of job-3
               opq status job-3 --json        # {"version": 1, "job": 3, "finished": true, "operations": [{"id": …, "state": …}, …]}
             """
-    )
+    ).subcommandOfOPQ
 
     @OptionGroup var global: GlobalOptions
 

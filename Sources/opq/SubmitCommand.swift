@@ -21,7 +21,7 @@ struct SubmitCommand: ParsableCommand {
               opq submit jobs.yaml --json   # {"job": 4, "operations": [{"id": 17, "name": …}]}
               opq --coordinator tcp://127.0.0.1:7131 submit jobs.json
             """
-    )
+    ).subcommandOfOPQ
 
     @OptionGroup var global: GlobalOptions
 

@@ -16,7 +16,7 @@ struct SuspendCommand: ParsableCommand {
               opq suspend --queue encode
               opq resume --queue encode
             """
-    )
+    ).subcommandOfOPQ
 
     @OptionGroup var global: GlobalOptions
 

@@ -20,7 +20,7 @@ struct WaitCommand: ParsableCommand {
             Exit status: 0 everything succeeded; 1 something failed or was cancelled, or the timeout
             passed first; 2 bad id or unknown job/operation; 3 cannot reach the coordinator.
             """
-    )
+    ).subcommandOfOPQ
 
     @OptionGroup var global: GlobalOptions
 

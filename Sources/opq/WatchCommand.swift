@@ -22,7 +22,7 @@ struct WatchCommand: ParsableCommand {
 
             Exit status (with a job): 0 every operation succeeded; 1 some failed or were cancelled; 2 bad id or unknown job; 3 cannot reach the coordinator. Without a job: 0 after Ctrl-C.
             """
-    )
+    ).subcommandOfOPQ
 
     @OptionGroup var global: GlobalOptions
 

@@ -13,7 +13,7 @@ struct WorkersCommand: ParsableCommand {
               opq workers
               opq workers --json    # [{"name": …, "host": …, "pid": …, "slots": …, "operations": [...], "queues": null, …}]
             """
-    )
+    ).subcommandOfOPQ
 
     @OptionGroup var global: GlobalOptions
 
