@@ -307,7 +307,7 @@ struct OPQCoordinatorCommand: ParsableCommand {
         }
         // Local workers stop first (they report and say goodbye), then the coordinator. Both set up before
         // the start line: a SIGTERM sent on seeing it stops the cluster, never meets the default action.
-        // (The workers connect over inproc:// to the bound socket; the loop serves them once it runs.)
+        // (The workers connect over direct links the coordinator reads; its loop serves them once it runs.)
         do {
             try local?.start()
         } catch {
