@@ -61,6 +61,8 @@ public final class Coordinator: @unchecked Sendable {
     /// Loops served by this one's thread (``host(_:)``): polled with the coordinator's sockets, each given
     /// a turn after every wait, until it ends.
     private var guests: [any PollGuest] = []
+    /// A guest was hosted that talks over the workers socket (``host(_:onDirectLink:)``).
+    private var hostsGuestsOnSockets = false
 
     /// Takes the state directory and replays its journal, then binds both endpoints. Fails with a clear
     /// error for a locked, damaged or unreadable state directory (``JournalError``), a non-loopback
@@ -178,9 +180,12 @@ public final class Coordinator: @unchecked Sendable {
 
     /// Serves `guest` on the loop's thread from the first turn on (the workers of a one-process cluster:
     /// a command's end, the next dispatch and its spawn then take no thread wake-up). Call before
-    /// ``run()``, from the thread that will call it.
-    public func host(_ guest: any PollGuest) {
+    /// ``run()``, from the thread that will call it. `onDirectLink`: the guest talks to this coordinator
+    /// over a link of ``directLinks`` (read after every guest turn anyway); otherwise over the workers
+    /// socket, which the loop then also drains after the guests' turns, unpolled.
+    public func host(_ guest: any PollGuest, onDirectLink: Bool = false) {
         guests.append(guest)
+        if !onDirectLink { hostsGuestsOnSockets = true }
     }
 
     /// Runs the event loop until ``stop()``; then tells the workers and closes the sockets. Each turn:
@@ -228,7 +233,7 @@ public final class Coordinator: @unchecked Sendable {
                 poller.clearResults()
             }
             // A guest on the socket (not on a direct link) sent in its turn: read it now, not at the next poll.
-            if workersReady || (hosting && directLinks == nil) { try drain(workersSocket, now: now, handle: handleWorkerMessage) }
+            if workersReady || (hosting && hostsGuestsOnSockets) { try drain(workersSocket, now: now, handle: handleWorkerMessage) }
             if let directLinks, directLinks.pendingForCoordinator > 0 { try drain(directLinks, now: now) }
             if clientsReady { try drain(clientsSocket, now: now, handle: handleAuthenticatedClientMessage) }
             state.tick(now: now)
@@ -281,6 +286,13 @@ public final class Coordinator: @unchecked Sendable {
 
     private func shutdown() throws {
         logger.info("coordinator shutting down", metadata: ["workers": "\(state.sessions.count)"])
+        // What hosted workers sent after the loop's last read (a handler's finish and the worker's Goodbye,
+        // sent in the turn that ended it, just before the stop) is read now: a link needs no poll, so none
+        // of it is lost, and it is journaled below.
+        if let directLinks {
+            let now = clock.now()
+            while let frames = directLinks.receive() { try handleWorkerMessage(frames, peerKey: nil, now: now) }
+        }
         if try !absorbAndCommit() {
             logger.warning("journal disk still full: records not journaled are dropped (none was acknowledged; workers keep their finishes)")
         }

@@ -13,7 +13,7 @@ import OPQWorker
 ///
 /// Each worker keeps what a separate `opq-worker` has — its connection, local queue and lease watchdog
 /// process (its commands are killed when its lease ends, or when this process dies) — but no socket
-/// thread: the coordinator's loop serves it (``OPQWorker/Worker/hosted()``), so the messages between them
+/// thread: the coordinator's loop serves it (``OPQWorker/Worker/hosted(directLinks:)``), so the messages between them
 /// are read by the loop's next poll, which returns at once, instead of waking another thread.
 ///
 /// Stopping goes as ``OPQRuntime/LocalCluster/stop(grace:)`` goes for processes: the workers first (they
@@ -57,7 +57,7 @@ final class LocalWorkers: @unchecked Sendable {
     /// - Throws: when a worker cannot be set up at all (no lease watchdog process, no file descriptors).
     func start() throws {
         for worker in workers {
-            coordinator.host(try worker.hosted(directLinks: coordinator.directLinks))
+            coordinator.host(try worker.hosted(directLinks: coordinator.directLinks), onDirectLink: coordinator.directLinks != nil)
             Thread.detachNewThread { [self] in
                 do {
                     try worker.waitUntilStopped()

@@ -225,6 +225,31 @@ import Testing
         return try (#require(number("hits"), "\(line)"), #require(number("misses"), "\(line)"))
     }
 
+    /// The local workers' messages travel on direct links, which wake no poll: the loop must read what a
+    /// worker sent in its turn without waiting for a timer. A chain of handlers that run where they are
+    /// started (each link's dispatch, start and finish in one worker turn) with 5-second heartbeats: if a
+    /// message waited for the next timer, every link would take up to a second (the worker's own tick);
+    /// read at once, the whole chain takes milliseconds. (A deadline on a stall, not a speed figure.)
+    @Test func aChainOfInlineHandlersNeverWaitsForATimer() throws {
+        let cluster = try Self.start(workers: 1, slots: 1, ["--heartbeat", "5", "--spin", "0"])
+        defer { cluster.stop() }
+        let coordinator = try RemoteCoordinator(endpoint: cluster.clientsEndpoint, timeout: 20)
+        defer { coordinator.close() }
+        // A first operation, so the worker is registered and idle before the clock starts.
+        let first = RemoteOperation(handler: "noop")
+        try RemoteOperationQueue(name: "warm", coordinator: coordinator).addOperations([first], waitUntilFinished: false)
+        #expect(first.waitUntilFinished(timeout: 60), "\(cluster.logs)")
+
+        let links = (0..<20).map { _ in RemoteOperation(handler: "noop") }
+        for (before, after) in zip(links, links.dropFirst()) { try after.addDependency(before) }
+        let started = Date()
+        try RemoteOperationQueue(name: "chain", coordinator: coordinator).addOperations(links, waitUntilFinished: false)
+        #expect(links.last!.waitUntilFinished(timeout: 60), "the chain did not finish\n\(cluster.logs)")
+        let took = Date().timeIntervalSince(started)
+        #expect(links.allSatisfy { $0.outcome == .succeeded })
+        #expect(took < 5, "20 links took \(took) s: messages on the direct links waited for a timer")
+    }
+
     @Test func theLoopSpinsAfterDispatchingHandlersAndNeverForCommands() throws {
         // A chain of handlers that run on threads of their own (`sleep 0`): each link is dispatched and its
         // finish comes back from that thread within the spin. (A handler that runs where it is started, like

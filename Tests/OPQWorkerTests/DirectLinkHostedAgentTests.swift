@@ -24,6 +24,8 @@ struct DirectLinkHostedAgentTests {
             var stdout = ""
             var handlerThread = ""
             var hostThread = ""
+            var waitWithADispatchOnTheLink = -1
+            var waitWithNothingOnTheLink = -1
         }
         let seen = try onOwnThread { () throws -> Seen in
             let host = try DirectLinkHost { $0.register("thread") { ThreadHandler(context: $0) } }
@@ -32,7 +34,12 @@ struct DirectLinkHostedAgentTests {
             var seen = Seen(linkIdentities: host.openIdentities, registered: register?.identity)
             guard let register else { return seen }
             host.welcome(register.identity)
+            _ = try host.next(timeout: 0.3) { _ in false }  // the Welcome is read; nothing waits on the link
+            seen.waitWithNothingOnTheLink = host.nextWait()
             host.dispatch(3, .command(.shell("echo hi")))
+            // Nothing wakes a poll for a link: the worker must ask its host not to wait while one holds a
+            // message for it, or the dispatch would sit there until the worker's next timer.
+            seen.waitWithADispatchOnTheLink = host.nextWait()
             host.dispatch(4, .handler(name: "thread", payload: []))
             let collected = try host.reports { $0.finished(3) != nil && $0.finished(4) != nil }
             for (report, raw) in collected {
@@ -44,6 +51,8 @@ struct DirectLinkHostedAgentTests {
             seen.hostThread = "\(pthread_self())"
             return seen
         }
+        #expect(seen.waitWithADispatchOnTheLink == 0, "the worker would let its host sleep with a message on its link")
+        #expect(seen.waitWithNothingOnTheLink > 0, "the worker asks not to wait even with nothing to do")
         #expect(seen.linkIdentities.count == 1, "the worker did not connect over exactly one link")
         #expect(seen.registered == seen.linkIdentities.first, "the Register did not come over the worker's link")
         #expect(seen.status[3] == .succeeded)
@@ -183,6 +192,9 @@ private final class DirectLinkHost {
             if !guest.turn(&poller) { guestEnded = true }
         }
     }
+
+    /// How long the worker lets its host wait now, in milliseconds (``PollGuest/prepareWait(_:)``).
+    func nextWait() -> Int { guest.prepareWait(&poller) }
 
     /// Collects reports until `done` holds for all collected so far (or `timeout`).
     func reports(timeout: Double = 5, until done: ([Opq_V1_Report]) -> Bool) throws -> [(report: Opq_V1_Report, raw: [[UInt8]])] {
