@@ -91,6 +91,7 @@ extension OPQCoordinatorCommand {
     /// Runs a command line read by ``quickParsed(_:)`` when it is valid, else through ArgumentParser (which
     /// says what is wrong the usual way); exits as ArgumentParser's `main` does.
     static func main() {
+        LibraryPreload.start()
         if var command = quickParsed(Array(CommandLine.arguments.dropFirst())), (try? command.validate()) != nil {
             do {
                 try command.run()
