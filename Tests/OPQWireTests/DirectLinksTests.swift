@@ -1,3 +1,4 @@
+import OPQCore
 import Testing
 import OPQWire
 
@@ -119,5 +120,110 @@ import OPQWire
         }
         while let message = links.receive() { #expect(message[1][0] == expected.removeFirst()) }
         #expect(expected.isEmpty)
+    }
+
+    /// Seeded random workloads against a model of what sockets promise: per link, messages arrive in the
+    /// order sent, none lost or doubled, both ways; a closed link takes nothing and gets nothing, but what
+    /// it sent before closing is still read; a full direction refuses; ``DirectLinks/pendingForCoordinator``
+    /// counts what waits; a waiting link is read before any other link is read twice (fair turns).
+    /// Checked after every step.
+    @Test(arguments: [1, 2, 3, 4] as [UInt64])
+    func randomWorkloadsKeepEveryLinksOrderAndLoseNothing(seed: UInt64) {
+        struct Model {
+            var toCoordinator: [UInt64] = []
+            var toWorker: [UInt64] = []
+            var isOpen = true
+            /// Turns of `receive` that gave another link's message while this one had one waiting.
+            var passedOver = 0
+        }
+        var random = SplitMix64(seed: seed)
+        let links = DirectLinks()
+        var ends: [DirectLink] = []
+        var model: [[UInt8]: Model] = [:]
+        var next: UInt64 = 0
+        let capacity = DirectLink.capacity
+        func message(_ n: UInt64) -> [[UInt8]] { [withUnsafeBytes(of: n.littleEndian, Array.init)] }
+        func number(_ frames: [[UInt8]]) -> UInt64 { frames[0].withUnsafeBytes { $0.loadUnaligned(as: UInt64.self) } }
+
+        for step in 0..<4_000 {
+            let roll = random.next() % 100
+            if ends.isEmpty || roll < 3 {
+                let link = links.connect()
+                #expect(model[link.identity] == nil, "a routing id was given twice")
+                ends.append(link)
+                model[link.identity] = Model()
+            } else if roll < 40 {
+                // A worker sends a burst (sometimes past the capacity).
+                let link = ends[Int(random.next() % UInt64(ends.count))]
+                for _ in 0..<(1 + Int(random.next() % (roll < 8 ? 300 : 4))) {
+                    next += 1
+                    let expected = model[link.identity]!.isOpen && model[link.identity]!.toCoordinator.count < capacity
+                    #expect(link.send(message(next)) == expected, "step \(step): send")
+                    if expected { model[link.identity]!.toCoordinator.append(next) }
+                }
+            } else if roll < 65 {
+                // The coordinator reads some.
+                for _ in 0..<(1 + Int(random.next() % 50)) {
+                    let waiting = model.filter { !$0.value.toCoordinator.isEmpty }.map(\.key)
+                    guard let frames = links.receive() else {
+                        #expect(waiting.isEmpty, "step \(step): nothing read with \(waiting.count) links waiting")
+                        break
+                    }
+                    let identity = frames[0]
+                    #expect(model[identity]?.toCoordinator.first == number(Array(frames.dropFirst())), "step \(step): out of order")
+                    model[identity]?.toCoordinator.removeFirst()
+                    model[identity]?.passedOver = 0
+                    for other in waiting where other != identity {
+                        model[other]!.passedOver += 1
+                        // Turns: between two reads of a waiting link every other link is read at most once.
+                        #expect(model[other]!.passedOver <= ends.count - 1, "step \(step): a link waits past its turn")
+                    }
+                }
+            } else if roll < 85 {
+                // The coordinator sends to a link (or to an id that is no link's).
+                let unknown = roll < 67
+                let identity = unknown ? [0x80] + (0..<15).map { _ in UInt8.random(in: 0...255, using: &random) }
+                                       : ends[Int(random.next() % UInt64(ends.count))].identity
+                next += 1
+                let result = links.deliver([identity] + message(next))
+                if let entry = model[identity] {
+                    let known = entry.isOpen || !entry.toCoordinator.isEmpty
+                    let expected: DirectLinks.Delivery = !known ? .notALink : !entry.isOpen ? .unreachable
+                        : entry.toWorker.count >= capacity ? .full : .delivered
+                    #expect(result == expected, "step \(step): deliver")
+                    if expected == .delivered { model[identity]!.toWorker.append(next) }
+                } else {
+                    #expect(result == .notALink)
+                }
+            } else if roll < 97 {
+                // A worker reads what waits for it.
+                let link = ends[Int(random.next() % UInt64(ends.count))]
+                while let frames = link.receive() {
+                    #expect(model[link.identity]!.toWorker.first == number(frames), "step \(step): out of order to the worker")
+                    model[link.identity]!.toWorker.removeFirst()
+                }
+                #expect(model[link.identity]!.toWorker.isEmpty && !link.hasMessages)
+            } else {
+                let link = ends[Int(random.next() % UInt64(ends.count))]
+                link.close()
+                model[link.identity]!.isOpen = false
+                model[link.identity]!.toWorker.removeAll()
+            }
+            // Invariants after every step.
+            #expect(links.pendingForCoordinator == model.values.reduce(0) { $0 + $1.toCoordinator.count }, "step \(step): pending")
+            for link in ends {
+                let entry = model[link.identity]!
+                #expect(links.isOpen(link.identity) == entry.isOpen)
+                #expect(link.hasMessages == !entry.toWorker.isEmpty)
+                #expect(link.hasRoom == (entry.isOpen && entry.toCoordinator.count < capacity))
+            }
+        }
+        // Everything sent is read in the end, in order.
+        while let frames = links.receive() {
+            #expect(model[frames[0]]?.toCoordinator.first == number(Array(frames.dropFirst())))
+            model[frames[0]]?.toCoordinator.removeFirst()
+        }
+        #expect(model.values.allSatisfy { $0.toCoordinator.isEmpty })
+        #expect(links.pendingForCoordinator == 0)
     }
 }
