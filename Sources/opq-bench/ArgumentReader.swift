@@ -39,6 +39,13 @@ struct ArgumentReader {
         return number
     }
 
+    /// The value after `flag` as an integer ≥ 0 (`_` separators allowed).
+    mutating func nonNegative(for flag: String) -> Int {
+        let text = value(for: flag)
+        guard let number = Int(text.filter { $0 != "_" }), number >= 0 else { fail("\(flag): '\(text)' is not an integer ≥ 0") }
+        return number
+    }
+
     /// A comma-separated list of positive integers after `flag`.
     mutating func positives(for flag: String) -> [Int] {
         let text = value(for: flag)

@@ -14,6 +14,8 @@ enum MapBenchmark {
         var slots = 2
         var outputCommands = 1_000
         var output = true
+        /// Rounds of the one-item runs (each tool's start-up and shutdown alone).
+        var oneItemRounds = 15
         var binDirectory: String?
         /// Another build's opq (e.g. main's), run in the same rounds: before/after side by side.
         var compareDirectory: String?
@@ -24,6 +26,8 @@ enum MapBenchmark {
           Runs `opq map --local S -- true` over N input lines, `xargs -P S -n 1 true` and GNU `parallel -j S true`
           on the same input, interleaved for R rounds, and prints each one's median rate and opq's ratios.
           Every run is the whole command, start-up included (opq starts its private cluster each time).
+          Then the same commands over ONE input line, interleaved for K rounds: each tool's fixed cost (start-up
+          and shutdown), and what it makes of opq's gap over N lines.
           Then output throughput: C commands each printing 100 KB (head -c 102400 FILE) through
           `opq map --local S -k`, `xargs -P S` and `parallel -k -j S`, to a file, interleaved for R rounds;
           prints each one's median time, MB/s, opq's ratios and the bytes each wrote.
@@ -32,6 +36,8 @@ enum MapBenchmark {
           --lines N         input lines (default 2000)
           --output-commands C  commands printing 100 KB each (default 1000)
           --no-output       skip the output throughput
+          --one-item-rounds K  rounds of the one-item runs that show each tool's fixed cost, start-up and
+                            shutdown (default 15; 0 skips them)
           --rounds R        rounds (default 5)
           --slots S         commands at a time (default 2)
           --bin-dir DIR     where opq, opq-coordinator and opq-worker are (default: beside opq-bench)
@@ -45,12 +51,13 @@ enum MapBenchmark {
             var reader = ArgumentReader(arguments, command: "opq-bench map", usage: usage)
             while let argument = reader.next() {
                 switch argument {
-                case "--smoke": options.lines = 100; options.outputCommands = 20; options.rounds = 1
+                case "--smoke": options.lines = 100; options.outputCommands = 20; options.rounds = 1; options.oneItemRounds = 3
                 case "--lines": options.lines = reader.positive(for: argument)
                 case "--rounds": options.rounds = reader.positive(for: argument)
                 case "--slots": options.slots = reader.positive(for: argument)
                 case "--output-commands": options.outputCommands = reader.positive(for: argument)
                 case "--no-output": options.output = false
+                case "--one-item-rounds": options.oneItemRounds = reader.nonNegative(for: argument)
                 case "--bin-dir": options.binDirectory = reader.value(for: argument)
                 case "--compare-bin-dir": options.compareDirectory = reader.value(for: argument)
                 case "--json": options.json = true
@@ -88,6 +95,7 @@ enum MapBenchmark {
     struct Report: Codable {
         let lines: Int
         let rounds: Int
+        let oneItemRounds: Int
         let slots: Int
         let loadAtStart: Double?
         var loadAtEnd: Double?
@@ -100,6 +108,9 @@ enum MapBenchmark {
         /// opq's CPU time over xargs' and over the compared build's (medians; lower is better).
         var cpuRatioToXargs: Double?
         var cpuRatioToCompared: Double?
+        /// Median wall seconds of each tool over one input line (`--one-item-rounds`), by tool name: its
+        /// fixed cost, start-up and shutdown. Empty when skipped.
+        var oneItemSeconds: [String: Double] = [:]
         /// Output throughput (nil with --no-output).
         var output: MapOutputBenchmark.Report?
     }
@@ -138,7 +149,7 @@ enum MapBenchmark {
             tools.append(Tool(name: "opq map (compared)", command: "\(compared)/opq map --local \(slots) --quiet -- true"))
             argvs.append([compared + "/opq", "map", "--local", slots, "--quiet", "--", "true"])
         }
-        var report = Report(lines: options.lines, rounds: options.rounds, slots: options.slots,
+        var report = Report(lines: options.lines, rounds: options.rounds, oneItemRounds: options.oneItemRounds, slots: options.slots,
                             loadAtStart: ClusterReport.loadAverage(), tools: [])
         for (k, argv) in argvs.enumerated() where TimedCommand.find(argv[0]) == nil {
             tools[k].installed = false
@@ -174,6 +185,14 @@ enum MapBenchmark {
             report.cpuRatioToXargs = tools[1].medianCPUSeconds.map { opqCPU / $0 }
             if tools.count > 3 { report.cpuRatioToCompared = tools[3].medianCPUSeconds.map { opqCPU / $0 } }
         }
+        if options.oneItemRounds > 0 {
+            do {
+                report.oneItemSeconds = try oneItem(tools: tools, argvs: argvs, rounds: options.oneItemRounds)
+            } catch {
+                print("opq-bench map: one item: \(error)", to: &standardError)
+                return 1
+            }
+        }
         if options.output {
             do {
                 report.output = try MapOutputBenchmark.run(opq: opq, commands: options.outputCommands,
@@ -191,6 +210,26 @@ enum MapBenchmark {
             return 1
         }
         return 0
+    }
+
+    /// Each tool but GNU parallel (its perl start alone is ≈ 0.2 s) over one input line, interleaved for
+    /// `rounds` rounds (every other one reversed): median wall seconds by tool name.
+    private static func oneItem(tools: [Tool], argvs: [[String]], rounds: Int) throws -> [String: Double] {
+        let input = FileManager.default.temporaryDirectory.appendingPathComponent("opq-bench-map-one-\(getpid()).txt").path
+        guard FileManager.default.createFile(atPath: input, contents: Data("1\n".utf8)) else {
+            throw ClusterBenchError("cannot write \(input)")
+        }
+        defer { try? FileManager.default.removeItem(atPath: input) }
+        let measured = tools.indices.filter { tools[$0].installed && tools[$0].name != "GNU parallel" }
+        var seconds: [Int: [Double]] = [:]
+        for round in 1...rounds {
+            for k in round % 2 == 1 ? measured : measured.reversed() {
+                seconds[k, default: []].append(try TimedCommand.run(argvs[k], input: input))
+            }
+        }
+        var medians: [String: Double] = [:]
+        for (k, values) in seconds { medians[tools[k].name] = median(values) }
+        return medians
     }
 
     private static func json(_ report: Report) -> String {
@@ -236,6 +275,18 @@ enum MapBenchmark {
         if let compared = report.ratioToCompared {
             lines.append("  this build over the compared one (--compare-bin-dir): \(Format.fixed(compared, 2))× the rate, "
                          + "\(report.cpuRatioToCompared.map { Format.fixed($0, 2) } ?? "?")× the CPU time")
+        }
+        if let opq = report.oneItemSeconds["opq map"], let xargs = report.oneItemSeconds["xargs"] {
+            let compared = report.oneItemSeconds["opq map (compared)"].map { ", the compared build \(Format.milliseconds($0))" } ?? ""
+            lines.append("one item (fixed cost: start-up and shutdown), median of \(report.oneItemRounds) round(s): opq map "
+                         + "\(Format.milliseconds(opq)), xargs \(Format.milliseconds(xargs))\(compared)")
+            if let opqRun = report.tools[0].medianSeconds, let xargsRun = report.tools[1].medianSeconds {
+                let fixed = opq - xargs
+                let rest = opqRun - xargsRun - fixed
+                lines.append("  opq's extra fixed cost \(Format.milliseconds(fixed)) = \(Format.fixed(fixed / opqRun * 100, 1)) % of its "
+                             + "\(report.lines)-line run; the rest of the two runs' difference: \(Format.milliseconds(rest)) "
+                             + "(\(Format.fixed(rest / Double(report.lines) * 1e6, 1)) µs per line)")
+            }
         }
         if let output = report.output {
             lines.append("")

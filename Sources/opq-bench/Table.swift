@@ -75,6 +75,9 @@ enum Format {
         value < 0.01 ? fixed(value * 1000, 2) + " ms" : value < 10 ? fixed(value, 3) + " s" : fixed(value, 1) + " s"
     }
 
+    /// Seconds as milliseconds with one decimal (`16.2 ms`).
+    static func milliseconds(_ value: Double) -> String { fixed(value * 1000, 1) + " ms" }
+
     /// Bytes in binary units.
     static func bytes(_ value: UInt64) -> String {
         let gib = Double(value) / Double(1 << 30)
