@@ -57,7 +57,7 @@ final class LocalWorkers: @unchecked Sendable {
     /// - Throws: when a worker cannot be set up at all (no lease watchdog process, no file descriptors).
     func start() throws {
         for worker in workers {
-            coordinator.host(try worker.hosted(directLinks: coordinator.directLinks), onDirectLink: coordinator.directLinks != nil)
+            coordinator.host(try worker.hosted(directLinks: coordinator.directLinks))
             Thread.detachNewThread { [self] in
                 do {
                     try worker.waitUntilStopped()
