@@ -247,7 +247,6 @@ struct OPQCoordinatorCommand: ParsableCommand {
         // libzmq loads on another thread (``LibraryPreload``, started by `main` before the command line is
         // read) while this one opens the journal; the first ZeroMQ call waits for it. Waited for on every
         // way out, so the process never exits while the loader runs a library's constructors.
-        LibraryPreload.start()
         defer { LibraryPreload.wait() }
         let level = Logger.Level(rawValue: logLevel)!
         LogFormat(rawValue: logFormat)!.bootstrap(level: level)
@@ -335,7 +334,7 @@ enum LibraryPreload {
     private static let done = DispatchSemaphore(value: 0)
     nonisolated(unsafe) private static var started = false
 
-    /// Starts the load once; later calls do nothing. From the main thread only.
+    /// Starts the load (once: `main` calls it first). From the main thread only.
     static func start() {
         guard !started else { return }
         started = true
