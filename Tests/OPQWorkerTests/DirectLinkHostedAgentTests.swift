@@ -142,7 +142,7 @@ struct DirectLinkHostedAgentTests {
 /// thread that makes it and plays the coordinator's side of the protocol when asked — reads the link,
 /// answers with the latest lease request echoed, sends heartbeats while waiting unless ``isSilent``.
 /// Every call must come from that one thread (``onOwnThread(_:)``).
-private final class DirectLinkHost {
+private final class DirectLinkHost: WorkerMessages {
     let links = DirectLinks()
     let worker: Worker
     private let guest: any PollGuest
@@ -196,42 +196,16 @@ private final class DirectLinkHost {
     /// How long the worker lets its host wait now, in milliseconds (``PollGuest/prepareWait(_:)``).
     func nextWait() -> Int { guest.prepareWait(&poller) }
 
-    /// Collects reports until `done` holds for all collected so far (or `timeout`).
-    func reports(timeout: Double = 5, until done: ([Opq_V1_Report]) -> Bool) throws -> [(report: Opq_V1_Report, raw: [[UInt8]])] {
-        let deadline = MonotonicClock.now() + timeout
-        var collected: [(report: Opq_V1_Report, raw: [[UInt8]])] = []
-        while !done(collected.map(\.report)) {
-            guard let received = try next(timeout: max(0, deadline - MonotonicClock.now()), where: { !$0.reports.isEmpty }) else { break }
-            collected += received.reports.map { ($0, received.raw) }
-        }
-        return collected
-    }
-
     /// Answers a `Register` from `identity`.
     func welcome(_ identity: [UInt8], interval: Double = 0.2, liveness: UInt32 = 5) {
         welcomed = identity
         self.interval = interval
-        send(.with {
-            $0.welcome = .with {
-                $0.protocolVersion = WireLimits.protocolVersion
-                $0.heartbeatIntervalSeconds = interval
-                $0.liveness = liveness
-                $0.coordinatorID = "direct"
-            }
-        })
+        send(FakeCoordinator.welcomeMessage(interval: interval, liveness: liveness))
     }
 
     /// Orders the welcomed worker to run `work` as attempt 1 of `operation`.
     func dispatch(_ operation: UInt64, _ work: Work) {
-        send(.orders([.dispatch(.with {
-            $0.operation = operation
-            $0.attempt = 1
-            $0.job = 1
-            $0.name = "op\(operation)"
-            $0.queue = "default"
-            $0.work = Opq_V1_Work(work)
-            $0.killGraceSeconds = 1
-        })]))
+        send(FakeCoordinator.dispatchMessage(operation, work))
     }
 
     /// Sends `message` to the welcomed worker over its link, echoing its latest lease request.
@@ -283,10 +257,4 @@ private final class ResultBox<T: Sendable>: @unchecked Sendable {
     private var result: Result<T, any Error>?
     func set(_ result: Result<T, any Error>) { lock.withLock { self.result = result } }
     func get() throws -> T { try lock.withLock { result }!.get() }
-}
-
-/// Answers with the thread it runs on (`pthread_self`), where it is started (not on a thread of its own).
-private final class ThreadHandler: HandlerOperation, @unchecked Sendable {
-    override var executesOnOwnThread: Bool { false }
-    override func execute() throws { result = Array("\(pthread_self())".utf8) }
 }

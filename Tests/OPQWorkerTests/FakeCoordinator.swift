@@ -9,7 +9,7 @@ import ZeroMQ
 /// The workers' side of a coordinator, driven by a test: a ROUTER bound to `ipc://` in a fresh temporary
 /// directory. Every wait has a deadline; while waiting it sends heartbeats to the worker it welcomed
 /// (unless ``isSilent``), so the worker does not declare it lost.
-final class FakeCoordinator {
+final class FakeCoordinator: WorkerMessages {
     /// A message from a worker.
     struct Received {
         var identity: [UInt8]
@@ -102,31 +102,23 @@ final class FakeCoordinator {
         try next(timeout: timeout) { $0.register != nil }
     }
 
-    /// Collects reports (skipping other messages) until `done` holds for all collected so far; returns
-    /// them with the raw frames of the message each came in.
-    func reports(timeout: Double = 5, until done: ([Opq_V1_Report]) -> Bool) throws -> [(report: Opq_V1_Report, raw: [[UInt8]])] {
-        let deadline = MonotonicClock.now() + timeout
-        var collected: [(report: Opq_V1_Report, raw: [[UInt8]])] = []
-        while !done(collected.map(\.report)) {
-            guard let received = try next(timeout: max(0, deadline - MonotonicClock.now()), where: { !$0.reports.isEmpty })
-            else { break }
-            collected += received.reports.map { ($0, received.raw) }
-        }
-        return collected
-    }
-
     /// Answers a `Register` from `identity`.
     func welcome(_ identity: [UInt8], interval: Double = 0.2, liveness: UInt32 = 5) throws {
         worker = identity
         self.interval = interval
-        try send(.with {
+        try send(Self.welcomeMessage(interval: interval, liveness: liveness))
+    }
+
+    /// A `Welcome` with these timings (also for the direct-link host of `DirectLinkHostedAgentTests`).
+    static func welcomeMessage(interval: Double, liveness: UInt32) -> Opq_V1_CoordinatorToWorker {
+        .with {
             $0.welcome = .with {
                 $0.protocolVersion = WireLimits.protocolVersion
                 $0.heartbeatIntervalSeconds = interval
                 $0.liveness = liveness
                 $0.coordinatorID = "fake"
             }
-        })
+        }
     }
 
     /// Sends `message` to the welcomed worker.
@@ -145,7 +137,12 @@ final class FakeCoordinator {
 
     /// Orders the worker to run `work` as attempt `attempt` of `operation`.
     func dispatch(_ operation: UInt64, attempt: UInt32 = 1, _ work: Work, timeout: Double? = nil) throws {
-        try send(.orders([.dispatch(.with {
+        try send(Self.dispatchMessage(operation, attempt: attempt, work, timeout: timeout))
+    }
+
+    /// Orders to run `work` as attempt `attempt` of `operation`.
+    static func dispatchMessage(_ operation: UInt64, attempt: UInt32 = 1, _ work: Work, timeout: Double? = nil) -> Opq_V1_CoordinatorToWorker {
+        .orders([.dispatch(.with {
             $0.operation = operation
             $0.attempt = attempt
             $0.job = 1
@@ -154,11 +151,33 @@ final class FakeCoordinator {
             $0.work = Opq_V1_Work(work)
             if let timeout { $0.timeoutSeconds = timeout }
             $0.killGraceSeconds = 1
-        })]))
+        })])
     }
 
     /// Orders the worker to stop attempt `attempt` of `operation`.
     func kill(_ operation: UInt64, attempt: Int = 1, reason: KillReason) throws {
         try send(.orders([.kill(Opq_V1_Kill(OperationID(operation), attempt: attempt, reason: reason))]))
+    }
+}
+
+/// The coordinator's side of a worker's connection, as a test reads it: the next message for which a
+/// predicate holds (``FakeCoordinator`` over a socket; the direct-link host of `DirectLinkHostedAgentTests`).
+protocol WorkerMessages {
+    /// The next message for which `predicate` holds, skipping others; nil after `timeout` seconds.
+    func next(timeout: Double, where predicate: (FakeCoordinator.Received) -> Bool) throws -> FakeCoordinator.Received?
+}
+
+extension WorkerMessages {
+    /// Collects reports (skipping other messages) until `done` holds for all collected so far; returns
+    /// them with the raw frames of the message each came in.
+    func reports(timeout: Double = 5, until done: ([Opq_V1_Report]) -> Bool) throws -> [(report: Opq_V1_Report, raw: [[UInt8]])] {
+        let deadline = MonotonicClock.now() + timeout
+        var collected: [(report: Opq_V1_Report, raw: [[UInt8]])] = []
+        while !done(collected.map(\.report)) {
+            guard let received = try next(timeout: max(0, deadline - MonotonicClock.now()), where: { !$0.reports.isEmpty })
+            else { break }
+            collected += received.reports.map { ($0, received.raw) }
+        }
+        return collected
     }
 }

@@ -181,7 +181,7 @@ private final class GuestBox: @unchecked Sendable {
 }
 
 /// Answers with the thread it runs on (`pthread_self`), where it is started (not on a thread of its own).
-private final class ThreadHandler: HandlerOperation, @unchecked Sendable {
+final class ThreadHandler: HandlerOperation, @unchecked Sendable {
     override var executesOnOwnThread: Bool { false }
     override func execute() throws { result = Array("\(pthread_self())".utf8) }
 }
