@@ -80,7 +80,7 @@ let package = Package(
         .target(
             name: "OPQCoordinator",
             dependencies: [
-                "OPQCore", "OPQWire", "ZeroMQ", "OPQJournal", "OPQRuntime",
+                "OPQCore", "OPQWire", "ZeroMQ", "OPQJournal", "OPQRuntime", "OPQSpawn",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "DequeModule", package: "swift-collections"),
             ]

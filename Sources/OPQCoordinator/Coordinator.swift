@@ -5,6 +5,7 @@ import Foundation
 import Logging
 import OPQCore
 import OPQJournal
+import OPQSpawn
 import OPQWire
 import ZeroMQ
 
@@ -193,6 +194,11 @@ public final class Coordinator: @unchecked Sendable {
         let wake = poller.add(fileDescriptor: wakeRead)
         let zapItem = try zap.map { zap throws(ZMQError) in try poller.add(zap.socket) }
         logger.info("coordinator listening", metadata: ["workers": "\(workersEndpoint)", "clients": "\(clientsEndpoint)"])
+        // Woken while the commands it started (hosted workers) or its workers keep the cores busy, the loop
+        // runs at once instead of waiting for a command's time slice to end.
+        if case .refused(let errno) = LoopThread.preferShortSlices() {
+            logger.debug("short time slices refused", metadata: ["errno": "\(errno)"])
+        }
         state.startRecoveryGrace(now: clock.now())
         var wakeAt = clock.now()
         var spinning = SpinningWait(limit: configuration.spin)

@@ -182,6 +182,10 @@ final class AgentConnection {
     /// poll, without a wake-up.
     func begin() {
         ChildSpawn.markThreadLongLived()
+        // Its wake-ups come while its commands keep the cores busy: with short slices it runs at once.
+        if case .refused(let errno) = LoopThread.preferShortSlices() {
+            logger.debug("short time slices refused", metadata: ["errno": "\(errno)"])
+        }
         agent.inbox.adoptCurrentThread()
         logger.info("worker starting", metadata: ["slots": "\(configuration.slots)"])
     }

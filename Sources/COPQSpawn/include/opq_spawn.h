@@ -76,4 +76,10 @@ void opq_spawn_mark_long_lived_thread(void);
 // Whether the calling thread was marked by opq_spawn_mark_long_lived_thread.
 int opq_spawn_thread_is_long_lived(void);
 
+// Asks the scheduler for time slices of `slice_ns` for the calling thread (sched_setattr's sched_runtime
+// for SCHED_OTHER, Linux 6.12 and later; older kernels ignore it), with reset-on-fork so that the children
+// it spawns get the default slice. 0 when set; 1 when left alone (a real-time policy, or a negative
+// niceness that reset-on-fork would take from its children); -errno when the kernel refused.
+int opq_thread_prefer_short_slices(uint64_t slice_ns);
+
 #endif
