@@ -107,7 +107,8 @@ final class ProgramLookup: @unchecked Sendable {
     /// found it. `remembered`: it came from memory (if it fails to start, ``forget(_:)`` it and look again).
     /// - Throws: ENOENT or EACCES (as `execvp` would) when there is no such program.
     func resolve(_ program: String, now: Double = ChildProcessGroup.now()) throws(SystemError) -> (path: String, remembered: Bool) {
-        if program.contains("/") {
+        // A byte search: with Foundation imported, `contains("/")` is NSString's `range(of:)` (CFStringFind).
+        if program.utf8.contains(UInt8(ascii: "/")) {
             guard access(program, X_OK) == 0 else {
                 throw SystemError(call: "execve", errno: errno, detail: "running '\(program)'")
             }
