@@ -186,7 +186,8 @@ public final class Coordinator: @unchecked Sendable {
 
     /// Runs the event loop until ``stop()``; then tells the workers and closes the sockets. Each turn:
     /// poll until the next wake-up → hand each message to the state machine and carry out what it asks at
-    /// once → let time pass → finish the turn (journal, commit, sends) → publish telemetry.
+    /// once → let time pass → finish the turn (journal, commit, sends) → publish telemetry. The calling
+    /// thread keeps the short time slices the loop asks for (``OPQSpawn/LoopThread``) after it returns.
     public func run() throws {
         var poller = Poller()
         let workers = try poller.add(workersSocket)

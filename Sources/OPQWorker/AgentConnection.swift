@@ -179,7 +179,7 @@ final class AgentConnection {
 
     /// Makes the calling thread this connection's: dispatched commands are spawned from it, and it serves
     /// the worker until it stops; what an attempt started here posts at once is taken before the next
-    /// poll, without a wake-up.
+    /// poll, without a wake-up. The thread gets short time slices (``OPQSpawn/LoopThread``) for good.
     func begin() {
         ChildSpawn.markThreadLongLived()
         // Its wake-ups come while its commands keep the cores busy: with short slices it runs at once.
