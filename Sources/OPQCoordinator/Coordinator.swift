@@ -196,7 +196,7 @@ public final class Coordinator: @unchecked Sendable {
         let zapItem = try zap.map { zap throws(ZMQError) in try poller.add(zap.socket) }
         logger.info("coordinator listening", metadata: ["workers": "\(workersEndpoint)", "clients": "\(clientsEndpoint)"])
         // Woken while the commands it started (hosted workers) or its workers keep the cores busy, the loop
-        // runs at once instead of waiting for a command's time slice to end.
+        // runs sooner instead of waiting for a command's time slice to end.
         if case .refused(let errno) = LoopThread.preferShortSlices() {
             logger.debug("short time slices refused", metadata: ["errno": "\(errno)"])
         }

@@ -182,7 +182,7 @@ final class AgentConnection {
     /// poll, without a wake-up. The thread gets short time slices (``OPQSpawn/LoopThread``) for good.
     func begin() {
         ChildSpawn.markThreadLongLived()
-        // Its wake-ups come while its commands keep the cores busy: with short slices it runs at once.
+        // Its wake-ups come while its commands keep the cores busy: with short slices it runs sooner.
         if case .refused(let errno) = LoopThread.preferShortSlices() {
             logger.debug("short time slices refused", metadata: ["errno": "\(errno)"])
         }
