@@ -8,7 +8,7 @@ import Glibc
 /// A loop that runs commands (the coordinator's, with the workers it hosts; a worker's socket thread)
 /// does a few tens of microseconds of work whenever a command ends, and the next command starts only
 /// after it. Its wake-ups come while the commands it started keep the cores busy, and with the default
-/// slice (0.75 ms × (1 + log2 cores): 1.4 ms on a 2-core machine) the woken loop waits in the run queue
+/// slice (it grows with the number of cores: 1.4 ms on a 2-core machine) the woken loop waits in the run queue
 /// until a command's slice ends (≈ 110 µs from the wake-up that ends a `vfork` to its running again,
 /// measured here). With a short slice (Linux ≥ 6.12, EEVDF) its deadline comes first, so while it is
 /// eligible its wake-up preempts the command: the loop's average wake-up → running latency went from
@@ -36,5 +36,13 @@ public enum LoopThread {
     public static func preferShortSlices() -> Outcome {
         let result = opq_thread_prefer_short_slices(sliceNanoseconds)
         return result == 0 ? .applied : result > 0 ? .leftAlone : .refused(errno: -result)
+    }
+
+    /// The slice a thread has, in nanoseconds, from the text of its `/proc/…/sched` file (its `se.slice`
+    /// line); nil where the kernel shows none (before Linux 6.6, or without scheduler debugging).
+    public static func slice(inSchedText text: String) -> UInt64? {
+        text.split(separator: "\n").first { $0.hasPrefix("se.slice") }
+            .flatMap { $0.split(separator: ":").last }
+            .flatMap { UInt64(String($0.filter { $0 != " " && $0 != "\t" })) }
     }
 }

@@ -11,20 +11,13 @@ import Testing
 @Suite(.serialized) struct LoopSliceTests {
     static let short: UInt64 = 100_000
 
-    /// `se.slice` of a `sched` file's text (nanoseconds); nil where the kernel shows none.
-    static func slice(_ schedText: String) -> UInt64? {
-        schedText.split(separator: "\n").first { $0.hasPrefix("se.slice") }
-            .flatMap { $0.split(separator: ":").last }
-            .flatMap { UInt64($0.trimmingCharacters(in: .whitespaces)) }
-    }
-
     /// Each thread of process `pid` with its slice (threads whose `sched` file shows none are left out).
     static func threadSlices(of pid: Int32) -> [Int32: UInt64] {
         let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? []
         var slices: [Int32: UInt64] = [:]
         for task in tasks {
             guard let tid = Int32(task), let text = try? String(contentsOfFile: "/proc/\(pid)/task/\(task)/sched", encoding: .utf8),
-                  let slice = slice(text) else { continue }
+                  let slice = LoopThread.slice(inSchedText: text) else { continue }
             slices[tid] = slice
         }
         return slices
@@ -37,7 +30,7 @@ import Testing
         nonisolated(unsafe) var honoured = false
         let thread = Thread {
             honoured = LoopThread.preferShortSlices() == .applied
-                && (try? String(contentsOfFile: "/proc/thread-self/sched", encoding: .utf8)).flatMap(slice) == short
+                && (try? String(contentsOfFile: "/proc/thread-self/sched", encoding: .utf8)).flatMap(LoopThread.slice(inSchedText:)) == short
             done.signal()
         }
         thread.start()
@@ -66,7 +59,7 @@ import Testing
         // The loop runs on the main thread (its id is the process's); no other thread asked.
         #expect(slices[pid] == Self.short, "\(slices)")
         #expect(slices.filter { $0.key != pid }.allSatisfy { $0.value != Self.short }, "\(slices)")
-        let commandSlice = try #require(Self.slice(commandSched), "the command printed no slice:\n\(commandSched)\n\(cluster.logs)")
+        let commandSlice = try #require(LoopThread.slice(inSchedText: commandSched), "the command printed no slice:\n\(commandSched)\n\(cluster.logs)")
         #expect(commandSlice != Self.short)
     }
 
@@ -80,7 +73,7 @@ import Testing
         let slices = Self.threadSlices(of: worker.pid)
         // Exactly one thread of the worker asked: the one serving its connection (which spawned the command).
         #expect(slices.values.filter { $0 == Self.short }.count == 1, "\(slices)\n\(cluster.logs)")
-        let commandSlice = try #require(Self.slice(commandSched), "the command printed no slice:\n\(commandSched)\n\(cluster.logs)")
+        let commandSlice = try #require(LoopThread.slice(inSchedText: commandSched), "the command printed no slice:\n\(commandSched)\n\(cluster.logs)")
         #expect(commandSlice != Self.short)
         // The coordinator of a cluster of worker processes: its loop's thread too.
         let coordinatorPid = try #require(cluster.coordinator?.pid)

@@ -9,16 +9,8 @@ import Glibc
 /// not, and a thread with a negative niceness is left alone.
 @Suite("Loop threads' time slices")
 struct LoopThreadTests {
-    /// The `se.slice` line of a thread's or process's `sched` file (nanoseconds); nil where the kernel
-    /// does not show it (no CONFIG_SCHED_DEBUG, or a kernel before 6.6).
-    private static func slice(in schedText: String) -> UInt64? {
-        schedText.split(separator: "\n").first { $0.hasPrefix("se.slice") }
-            .flatMap { $0.split(separator: ":").last }
-            .flatMap { UInt64($0.trimmingCharacters(in: .whitespaces)) }
-    }
-
     private static func ownSlice() -> UInt64? {
-        (try? String(contentsOfFile: "/proc/thread-self/sched", encoding: .utf8)).flatMap(slice(in:))
+        (try? String(contentsOfFile: "/proc/thread-self/sched", encoding: .utf8)).flatMap(LoopThread.slice(inSchedText:))
     }
 
     /// Runs `body` on a thread of its own (the slice and niceness it changes are that thread's) and returns
@@ -69,7 +61,7 @@ struct LoopThreadTests {
         guard let before, let after, after != before else { return }
         #expect(after == LoopThread.sliceNanoseconds)
         let childText = try #require(child)
-        #expect(Self.slice(in: childText) == before)
+        #expect(LoopThread.slice(inSchedText: childText) == before)
     }
 
     @Test("a thread with a negative niceness keeps its slice (reset-on-fork would take the niceness from its commands)")
