@@ -51,7 +51,7 @@ extension ClusterBenchmark {
         var dashboardCPU: [Double] = []
         for round in 1...dashboardRounds {
             // Alternate which runs first, so a machine getting busier or quieter does not favour one side.
-            for http in round % 2 == 1 ? [false, true] : [true, false] {
+            for http in Rounds.order([false, true], round: round) {
                 progress("dashboard round \(round)/\(dashboardRounds): \(options.workers) workers × \(slots) slots, "
                          + "\(Format.size(options.throughputOperations)) no-ops, " + (http ? "with --http, scraped and streamed" : "without --http"))
                 let cluster = try LocalCluster(binaries: binaries, parent: scratch, name: "dashboard-\(round)-\(http ? "on" : "off")")

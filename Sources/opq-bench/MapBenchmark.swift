@@ -130,8 +130,13 @@ enum MapBenchmark {
             print("opq-bench map: \(opq) is missing; build every product (swift build -c release)", to: &standardError)
             return 2
         }
-        let input = FileManager.default.temporaryDirectory.appendingPathComponent("opq-bench-map-\(getpid()).txt").path
-        FileManager.default.createFile(atPath: input, contents: Data((1...options.lines).map { "\($0)\n" }.joined().utf8))
+        let input: String
+        do {
+            input = try inputFile(lines: options.lines, name: "opq-bench-map")
+        } catch {
+            print("opq-bench map: \(error)", to: &standardError)
+            return 2
+        }
         defer { try? FileManager.default.removeItem(atPath: input) }
 
         let slots = String(options.slots)
@@ -156,10 +161,9 @@ enum MapBenchmark {
             print("opq-bench map: \(argv[0]) is not installed; skipped (apt-get install \(argv[0]))", to: &standardError)
         }
         for round in 1...options.rounds {
-            // Every other round in reverse order: no tool always runs right after the same other (GNU
-            // parallel's heavy rounds warm or load the machine for whichever comes next).
-            let order = round % 2 == 1 ? Array(argvs.indices) : argvs.indices.reversed()
-            for k in order where tools[k].installed {
+            // No tool always runs right after the same other (GNU parallel's heavy rounds warm or load the machine
+            // for whichever comes next).
+            for k in Rounds.order(Array(argvs.indices), round: round) where tools[k].installed {
                 let argv = argvs[k]
                 do {
                     let measured = try TimedCommand.measure(argv, input: input)
@@ -215,21 +219,27 @@ enum MapBenchmark {
     /// Each tool but GNU parallel (its perl start alone is ≈ 0.2 s) over one input line, interleaved for
     /// `rounds` rounds (every other one reversed): median wall seconds by tool name.
     private static func oneItem(tools: [Tool], argvs: [[String]], rounds: Int) throws -> [String: Double] {
-        let input = FileManager.default.temporaryDirectory.appendingPathComponent("opq-bench-map-one-\(getpid()).txt").path
-        guard FileManager.default.createFile(atPath: input, contents: Data("1\n".utf8)) else {
-            throw ClusterBenchError("cannot write \(input)")
-        }
+        let input = try inputFile(lines: 1, name: "opq-bench-map-one")
         defer { try? FileManager.default.removeItem(atPath: input) }
         let measured = tools.indices.filter { tools[$0].installed && tools[$0].name != "GNU parallel" }
         var seconds: [Int: [Double]] = [:]
         for round in 1...rounds {
-            for k in round % 2 == 1 ? measured : measured.reversed() {
+            for k in Rounds.order(measured, round: round) {
                 seconds[k, default: []].append(try TimedCommand.run(argvs[k], input: input))
             }
         }
         var medians: [String: Double] = [:]
         for (k, values) in seconds { medians[tools[k].name] = median(values) }
         return medians
+    }
+
+    /// A temporary file of `lines` input lines (`1` … `lines`), named after `name` and this process.
+    private static func inputFile(lines: Int, name: String) throws -> String {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("\(name)-\(getpid()).txt").path
+        guard FileManager.default.createFile(atPath: path, contents: Data((1...lines).map { "\($0)\n" }.joined().utf8)) else {
+            throw ClusterBenchError("cannot write \(path)")
+        }
+        return path
     }
 
     private static func json(_ report: Report) -> String {

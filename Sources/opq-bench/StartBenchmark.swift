@@ -104,7 +104,7 @@ enum StartBenchmark {
             // Every other round the other way round: a command run right after another opq command finds
             // the coordinator warm and takes less wall time (measured: 9 ms of 35), so no build is always
             // the first or the second of the two.
-            for k in round.isMultiple(of: 2) ? Array(commands.indices.reversed()) : Array(commands.indices) {
+            for k in Rounds.order(Array(commands.indices), round: round) {
                 do {
                     let run = try measure(commands[k].argv)
                     commands[k].wallSeconds.append(run.wall)

@@ -45,6 +45,15 @@ struct TextTable {
 }
 
 /// Number formats used in the tables.
+/// Rounds of side-by-side measurements.
+enum Rounds {
+    /// The order of `subjects` in round `round` (from 1): every other round reversed, so none always runs
+    /// first, or right after the same other, while the machine warms up, cools down or gets busier.
+    static func order<T>(_ subjects: [T], round: Int) -> [T] {
+        round.isMultiple(of: 2) ? subjects.reversed() : subjects
+    }
+}
+
 enum Format {
     /// `1234567` → `1,234,567`.
     static func grouped(_ value: Int) -> String {
