@@ -16,7 +16,8 @@ public struct PollEvents: OptionSet, Sendable, Hashable {
     public static let error = PollEvents(rawValue: Int16(ZMQ_POLLERR))
 }
 
-/// Waits until any of a set of sockets and raw file descriptors is ready (`zmq_poll`).
+/// Waits until any of a set of sockets and raw file descriptors is ready (`zmq_poll`'s items and results,
+/// without its extra pass: `opq_zmq_poll` in `CZeroMQ`).
 ///
 /// Built once and polled every loop turn: ``poll(timeout:)`` allocates nothing. Items are
 /// addressed by the index that ``add(_:events:)`` / ``add(fileDescriptor:events:)`` returned.
@@ -98,7 +99,7 @@ public struct Poller {
         }
         return Int(try zmqCall("zmq_poll") {
             items.withUnsafeMutableBufferPointer { buffer in
-                zmq_poll(buffer.baseAddress, Int32(buffer.count), milliseconds)
+                opq_zmq_poll(buffer.baseAddress, Int32(buffer.count), milliseconds)
             }
         })
     }

@@ -3,6 +3,7 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import Foundation
 import Testing
 import ZeroMQ
 
@@ -51,5 +52,69 @@ struct PollerTests {
         router.close()
         let error = #expect(throws: ZMQError.self) { try poller.poll(timeout: 0) }
         #expect(error?.kind == .socketClosed)
+    }
+
+    /// A socket's descriptor is readable whenever its events may have changed — also for what nobody asked
+    /// for (a peer connecting: its pipe is attached, and the ROUTER's writable state changes). A wait for
+    /// messages reads the events again then, finds none, and waits on until its timeout.
+    @Test("A wait woken by a socket change it did not ask for waits on to its timeout")
+    func spuriousWakeWaitsOn() throws {
+        let context = try Context()
+        defer { context.close() }
+        let (router, endpoint) = try boundRouter(context)
+        defer { router.close() }
+        var poller = Poller()
+        let item = try poller.add(router)
+        let connected = Shared<Bool>(false)
+        let release = Signal()
+        let peer = spawn {
+            // Connected, handshaken, then silent until the wait is over: only the router's own state changes.
+            if let dealer = try? connectedDealer(context, to: endpoint, id: "quiet") {
+                connected.value = true
+                _ = release.wait()
+                dealer.close()
+            }
+        }
+        let start = ContinuousClock.now
+        #expect(try poller.poll(timeout: 400) == 0)
+        let waited = ContinuousClock.now - start
+        #expect(!poller.isReadable(item))
+        #expect(waited >= .milliseconds(390), "returned after \(waited) of its 400 ms")
+        #expect(connected.value)
+        release.fire()
+        #expect(peer.wait())
+    }
+
+    @Test("A message sent during a wait ends it; a descriptor ready by then is reported with it")
+    func messageEndsWait() throws {
+        let context = try Context()
+        defer { context.close() }
+        let (router, endpoint) = try boundRouter(context)
+        defer { router.close() }
+        var fds: [Int32] = [0, 0]
+        #expect(pipe(&fds) == 0)
+        defer { close(fds[0]); close(fds[1]) }
+        var poller = Poller()
+        let routerItem = try poller.add(router)
+        let pipeItem = poller.add(fileDescriptor: fds[0])
+        let writeEnd = fds[1]
+        let sender = spawn {
+            guard let dealer = try? connectedDealer(context, to: endpoint, id: "sender") else { return }
+            var byte: UInt8 = 1
+            _ = write(writeEnd, &byte, 1)
+            try? dealer.send([bytes("hello")])
+            dealer.close()
+        }
+        // The pipe's byte comes first; the message at once or after the wait that byte ends.
+        var sawMessage = false
+        let deadline = ContinuousClock.now + .seconds(10)
+        while !sawMessage && ContinuousClock.now < deadline {
+            #expect(try poller.poll(timeout: 5000) >= 1)
+            #expect(poller.isReadable(pipeItem))
+            sawMessage = poller.isReadable(routerItem)
+        }
+        #expect(sawMessage)
+        #expect(try receive(router)?.last == bytes("hello"))
+        #expect(sender.wait())
     }
 }
