@@ -227,6 +227,16 @@ int opq_monitor_add(int epfd, int fd, uint64_t token) {
     return epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &event) < 0 ? -errno : 0;
 }
 
+int opq_monitor_add_once(int epfd, int fd, uint64_t token) {
+    struct epoll_event event = {.events = EPOLLIN | EPOLLONESHOT, .data.u64 = token};
+    return epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &event) < 0 ? -errno : 0;
+}
+
+int opq_monitor_rearm(int epfd, int fd, uint64_t token) {
+    struct epoll_event event = {.events = EPOLLIN | EPOLLONESHOT, .data.u64 = token};
+    return epoll_ctl(epfd, EPOLL_CTL_MOD, fd, &event) < 0 ? -errno : 0;
+}
+
 int opq_monitor_remove(int epfd, int fd) {
     struct epoll_event unused = {0};  // kernels before 2.6.9 want one
     return epoll_ctl(epfd, EPOLL_CTL_DEL, fd, &unused) < 0 ? -errno : 0;

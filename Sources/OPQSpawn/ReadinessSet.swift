@@ -42,6 +42,23 @@ public final class ReadinessSet: @unchecked Sendable {
         return result < 0 ? -result : 0
     }
 
+    /// Adds `fd` to be reported once (`EPOLLONESHOT`): after its first event it stays in the set disarmed,
+    /// so it may be closed without ``remove(_:)`` (a pidfd, whose exit is its only event). Returns the
+    /// `errno` on failure.
+    @discardableResult
+    public func addOnce(_ fd: Int32, token: UInt64) -> Int32 {
+        let result = opq_monitor_add_once(descriptor, fd, token)
+        return result < 0 ? -result : 0
+    }
+
+    /// Arms `fd` (added with ``addOnce(_:token:)``, its event taken) for one more event: reported at the
+    /// next wait if it is ready by then. Returns the `errno` on failure.
+    @discardableResult
+    public func rearm(_ fd: Int32, token: UInt64) -> Int32 {
+        let result = opq_monitor_rearm(descriptor, fd, token)
+        return result < 0 ? -result : 0
+    }
+
     /// Removes `fd` (call it before closing `fd`; a descriptor not in the set is ignored).
     public func remove(_ fd: Int32) { _ = opq_monitor_remove(descriptor, fd) }
 

@@ -62,6 +62,13 @@ int opq_pipe_cloexec(int fds[2]);
 int opq_monitor_create(void);
 // Adds `fd` (readable, hang-up) with `token`. Returns 0 or -errno.
 int opq_monitor_add(int epfd, int fd, uint64_t token);
+// Adds `fd` like opq_monitor_add, reported once (EPOLLONESHOT): after its event it stays in the set,
+// disarmed, until it is removed or closed — a descriptor whose one event is all that matters (a pidfd)
+// is closed without opq_monitor_remove, and a copy of it that another process holds for a moment (a
+// child between vfork and exec) makes no event of it.
+int opq_monitor_add_once(int epfd, int fd, uint64_t token);
+// Arms again a descriptor added with opq_monitor_add_once, for one more event. Returns 0 or -errno.
+int opq_monitor_rearm(int epfd, int fd, uint64_t token);
 // Removes `fd`. Returns 0 or -errno (ENOENT when it was not in the set).
 int opq_monitor_remove(int epfd, int fd);
 // Waits up to `timeout_ms` (-1: no limit; 0: no wait) for at most `capacity` (≤ 64) ready descriptors;
