@@ -234,9 +234,10 @@ public final class Coordinator: @unchecked Sendable {
                 guests.removeAll { !$0.turn(&poller) }
                 poller.clearResults()
             }
-            // What the guests sent in their turn is read now: on a direct link, and on the socket for a guest
-            // that uses one (an empty socket costs a `getpid` and a `poll`, ≈ 0.4 µs here).
-            if workersReady || hosting { try drain(workersSocket, now: now, handle: handleWorkerMessage) }
+            // What the guests sent in their turn is read now: on a direct link, and on the socket when guests
+            // use one (no direct links). Guests on links send nothing on the socket: its empty read (a
+            // `getpid` and a `poll`) is left out.
+            if workersReady || (hosting && directLinks == nil) { try drain(workersSocket, now: now, handle: handleWorkerMessage) }
             if let directLinks, directLinks.pendingForCoordinator > 0 { try drain(directLinks, now: now) }
             if clientsReady { try drain(clientsSocket, now: now, handle: handleAuthenticatedClientMessage) }
             state.tick(now: now)
