@@ -248,6 +248,9 @@ public final class Coordinator: @unchecked Sendable {
             if hosting {
                 guests.removeAll { !$0.turn(&poller) }
                 if let directLinks, directLinks.pendingForCoordinator > 0 {
+                    // Stamped when read, as after a poll: a start is not dated to the turn's dispatch.
+                    let now = clock.now()
+                    state.wallTime = Date().timeIntervalSince1970
                     try drain(directLinks, now: now)
                     wakeAt = try finishTurn(now: now)
                 }
