@@ -98,12 +98,19 @@ struct PollerTests {
         let routerItem = try poller.add(router)
         let pipeItem = poller.add(fileDescriptor: fds[0])
         let writeEnd = fds[1]
+        let release = Signal()
         let sender = spawn {
             guard let dealer = try? connectedDealer(context, to: endpoint, id: "sender") else { return }
             var byte: UInt8 = 1
             _ = write(writeEnd, &byte, 1)
             try? dealer.send([bytes("hello")])
+            // Open until the message is in: a socket closed at once (no linger) may drop what it has not sent.
+            _ = release.wait()
             dealer.close()
+        }
+        defer {
+            release.fire()
+            #expect(sender.wait())
         }
         // The pipe's byte comes first; the message at once or after the wait that byte ends.
         var sawMessage = false
@@ -115,6 +122,5 @@ struct PollerTests {
         }
         #expect(sawMessage)
         #expect(try receive(router)?.last == bytes("hello"))
-        #expect(sender.wait())
     }
 }
