@@ -130,9 +130,9 @@ extension Coordinator {
     @discardableResult
     func send(_ message: Opq_V1_CoordinatorToWorker, toConnection identity: [UInt8]) -> Bool {
         do {
-            let frames = try Frames.encode(message, to: identity)
-            // A hosted worker's link, or else a connection of the socket.
-            let result = try directLinks?.deliver(frames).result ?? workersSocket.send(frames, flags: .dontWait)
+            // A hosted worker's link (the message itself, not encoded), or else a connection of the socket.
+            let result = try directLinks?.deliver(message, to: identity).result
+                ?? workersSocket.send(try Frames.encode(message, to: identity), flags: .dontWait)
             guard result == .sent else {
                 let worker = state.workerIdentities[identity].map { "\($0)" } ?? "unregistered"
                 logger.warning("worker unreachable", metadata: ["worker.id": "\(worker)", "result": "\(result)"])

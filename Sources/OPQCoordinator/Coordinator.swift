@@ -275,7 +275,15 @@ public final class Coordinator: @unchecked Sendable {
     /// Handles up to `messagesPerTurn` messages the hosted workers sent over their direct links (no
     /// peer key: they are in this process).
     private func drain(_ links: DirectLinks, now: Double) throws {
-        try drain(now: now, handle: handleWorkerMessage) { links.receive().map { ($0, nil) } }
+        for _ in 0..<configuration.messagesPerTurn {
+            guard let next = links.receiveMessage() else { return }
+            telemetry?.totals.messagesReceived &+= 1
+            switch next.message {
+            case .frames(let frames): state.handleWorker([next.identity] + frames, peerKey: nil, now: now)
+            case let .message(message, raw): state.handleWorker(message, raw: raw, from: next.identity, now: now)
+            }
+            try perform(state.takeActions(), now: now)
+        }
     }
 
     /// Handles up to `messagesPerTurn` of the messages `next` gives (frames and peer key; nil: none left).

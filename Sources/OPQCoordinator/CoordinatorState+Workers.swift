@@ -71,23 +71,53 @@ extension CoordinatorState {
 
     /// One message from a worker connection, admitted with the CURVE public key `peerKey` (nil without CURVE).
     mutating func handleWorker(_ frames: [[UInt8]], peerKey: String?, now: Double) {
-        guard let identity = frames.first, !identity.isEmpty else { return }
-        guard isAuthorized(peerKey, as: .worker) else {
-            // Its key was revoked (SIGHUP) after it connected.
-            if let id = workerIdentities[identity], let session = sessions[id] { return revoke(id, session: session, now: now) }
-            disconnect(connection: identity, "this worker's key is no longer authorized by the coordinator", code: .internal)
-            return
-        }
+        guard let identity = frames.first, !identity.isEmpty, admitsWorker(identity, peerKey: peerKey, now: now) else { return }
         let message: Opq_V1_WorkerMessage
         let raw: [[UInt8]]
         do {
             (_, message, raw) = try Frames.decodeRouted(frames, as: Opq_V1_WorkerMessage.self)
         } catch {
-            let id = workerIdentities[identity].map { "\($0)" } ?? "unregistered"
-            logger.warning("malformed message from worker", metadata: ["worker.id": "\(id)", "error": "\(error)"])
-            disconnect(connection: identity, error.description, code: error.isProtocolMismatch ? .unsupportedProtocol : .malformedMessage)
-            return
+            return refuseMalformed(from: identity, error)
         }
+        handleWorker(valid: message, raw: raw, from: identity, peerKey: peerKey, now: now)
+    }
+
+    /// One message a worker in this process passed over a direct link as it is (``OPQWire/DirectLinks``):
+    /// not decoded, validated as a decode would have; then handled as one from the socket (no peer key).
+    mutating func handleWorker(_ message: Opq_V1_WorkerMessage, raw: [[UInt8]], from identity: [UInt8], now: Double) {
+        guard !identity.isEmpty, admitsWorker(identity, peerKey: nil, now: now) else { return }
+        do {
+            try message.validate(rawFrames: raw.count)
+        } catch {
+            return refuseMalformed(from: identity, error)
+        }
+        handleWorker(valid: message, raw: raw, from: identity, peerKey: nil, now: now)
+    }
+
+    /// Whether a connection's key is still authorized; if it was revoked (SIGHUP) after it connected, the
+    /// worker is disconnected here.
+    private mutating func admitsWorker(_ identity: [UInt8], peerKey: String?, now: Double) -> Bool {
+        guard isAuthorized(peerKey, as: .worker) else {
+            if let id = workerIdentities[identity], let session = sessions[id] {
+                revoke(id, session: session, now: now)
+            } else {
+                disconnect(connection: identity, "this worker's key is no longer authorized by the coordinator", code: .internal)
+            }
+            return false
+        }
+        return true
+    }
+
+    private mutating func refuseMalformed(from identity: [UInt8], _ error: WireError) {
+        let id = workerIdentities[identity].map { "\($0)" } ?? "unregistered"
+        logger.warning("malformed message from worker", metadata: ["worker.id": "\(id)", "error": "\(error)"])
+        disconnect(connection: identity, error.description, code: error.isProtocolMismatch ? .unsupportedProtocol : .malformedMessage)
+    }
+
+    /// One decoded and validated message from the worker connection `identity` (CURVE key `peerKey`).
+    private mutating func handleWorker(
+        valid message: Opq_V1_WorkerMessage, raw: [[UInt8]], from identity: [UInt8], peerKey: String?, now: Double
+    ) {
         switch message.body {
         case .register: begin(.workerRegister)
         case .heartbeat: begin(.workerHeartbeat)

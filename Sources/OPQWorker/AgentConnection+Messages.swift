@@ -16,11 +16,30 @@ extension AgentConnection {
         do throws(WireError) {
             message = try Frames.decode(frames, as: Opq_V1_CoordinatorToWorker.self).message
         } catch {
-            logger.warning("ignored a malformed message from the coordinator", metadata: [
-                "error": "\(error)", "field": "\(error.field ?? "")",
-            ])
-            return
+            return ignoreMalformed(error)
         }
+        handle(valid: message, now: now)
+    }
+
+    /// Handles one message a coordinator in this process passed over a direct link as it is (not
+    /// encoded): validated as a decode would have, then handled as one.
+    func handle(_ message: Opq_V1_CoordinatorToWorker, raw: [[UInt8]], now: Double) {
+        do throws(WireError) {
+            try message.validate(rawFrames: raw.count)
+        } catch {
+            return ignoreMalformed(error)
+        }
+        handle(valid: message, now: now)
+    }
+
+    private func ignoreMalformed(_ error: WireError) {
+        logger.warning("ignored a malformed message from the coordinator", metadata: [
+            "error": "\(error)", "field": "\(error.field ?? "")",
+        ])
+    }
+
+    /// Handles one decoded and validated message from the coordinator.
+    private func handle(valid message: Opq_V1_CoordinatorToWorker, now: Double) {
         agent.outputWindow.release(outbox.acknowledge(upTo: message.reportsDurable))
         let echo = Double(message.leaseEcho) / 1e6
         switch message.body {

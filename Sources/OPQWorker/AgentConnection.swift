@@ -323,7 +323,13 @@ final class AgentConnection {
             case nil:
                 return
             case .link(let link):
-                frames = link.receive()
+                switch link.receiveMessage() {
+                case nil: return
+                case .frames(let sent)?: frames = sent
+                case let .message(message, raw)?:
+                    handle(message, raw: raw, now: now)
+                    continue
+                }
             case .socket(let socket):
                 do {
                     frames = try socket.receiveMultipart(flags: .dontWait)
@@ -363,6 +369,15 @@ final class AgentConnection {
     /// Sends every pending report, normally as one `Reports` message (more only past the wire limits).
     func flush(now: Double) {
         while case .ready = phase, !outbox.isEmpty {
+            if case .link(let link)? = channel {
+                // The message itself: the coordinator, in this process, validates it without a decode.
+                guard let next = outbox.nextReports() else { return }
+                let sent = link.send(next.message, raw: next.raw)
+                sendBlocked = !sent
+                guard sent else { return }
+                outbox.removeFirst(next.count)
+                continue
+            }
             do throws(WireError) {
                 guard let next = try outbox.nextMessage(), send(next.frames, now: now) else { return }
                 outbox.removeFirst(next.count)

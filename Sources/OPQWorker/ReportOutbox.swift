@@ -80,6 +80,12 @@ struct ReportOutbox {
     /// protocol's limits allow in one message (normally all of them). Nil when nothing is pending.
     /// Remove the items with ``removeFirst(_:)`` once the message is sent.
     func nextMessage() throws(WireError) -> (frames: [[UInt8]], count: Int)? {
+        guard let next = nextReports() else { return nil }
+        return (try Frames.encode(next.message, raw: next.raw), next.count)
+    }
+
+    /// ``nextMessage()`` not encoded: the message and the raw frames it references (for a direct link).
+    func nextReports() -> (message: Opq_V1_WorkerMessage, raw: [[UInt8]], count: Int)? {
         guard !items.isEmpty else { return nil }
         var reports: [Opq_V1_Report] = []
         var raw: [[UInt8]] = []
@@ -90,7 +96,7 @@ struct ReportOutbox {
         }
         var message = Opq_V1_WorkerMessage.reports(reports)
         message.reports.sequence = sequence + 1
-        return (try Frames.encode(message, raw: raw), reports.count)
+        return (message, raw, reports.count)
     }
 
     /// Drops the `count` oldest reports (they were sent as the next sequence); their `Finished` reports

@@ -133,6 +133,36 @@ import Testing
         #expect(d.state.takeActions().map(d.render) == ["→connection impostor disconnect workerNameInUse"])
         #expect(d.state.sessions[WorkerID("w1")]?.identity == Array("w1".utf8))
     }
+
+    /// A hosted worker's message passed over a direct link as it is (not encoded) must do exactly what its
+    /// frames would: the same actions, and an invalid one refused the same way (validated, not decoded).
+    @Test func aMessagePassedAsItIsDoesWhatItsFramesWould() throws {
+        var register = Opq_V1_WorkerMessage()
+        register.register.protocolVersion = WireLimits.protocolVersion
+        register.register.workerName = "w1"
+        register.register.slots = 2
+        var noBody = Opq_V1_WorkerMessage()
+        noBody.leaseRequest = 5
+        var unknownOperation = Opq_V1_WorkerMessage.reports([.started(OperationID(999), attempt: 1)])
+        unknownOperation.reports.sequence = 1
+        var oldProtocol = register
+        oldProtocol.register.protocolVersion = 0
+        for (name, message, registered) in [("register", register, false), ("no body", noBody, true),
+                                            ("unknown operation", unknownOperation, true),
+                                            ("old protocol", oldProtocol, false)] {
+            var framed = StateDriver(), passed = StateDriver()
+            if registered {
+                _ = try framed.register("w1", slots: 2)
+                _ = try passed.register("w1", slots: 2)
+            }
+            framed.state.handleWorker(try Frames.encode(message, to: Array("w1".utf8)), peerKey: nil, now: framed.now)
+            passed.state.handleWorker(message, raw: [], from: Array("w1".utf8), now: passed.now)
+            let expected = framed.state.takeActions().map(framed.render), expectedTurn = framed.turn()
+            #expect(!expected.isEmpty || !expectedTurn.isEmpty, "\(name): the frames cause something to compare")
+            #expect(passed.state.takeActions().map(passed.render) == expected, "\(name)")
+            #expect(passed.turn() == expectedTurn, "\(name): the turn after it")
+        }
+    }
 }
 
 extension String {

@@ -34,6 +34,36 @@ import OPQWire
         #expect(b.receive() == nil && !b.hasMessages)
     }
 
+    /// A message passed as it is arrives as it is; a side that reads frames gets exactly the frames a socket
+    /// would have carried (``Frames/encode(_:raw:to:)``).
+    @Test func aMessagePassedAsItIsArrivesAsItIsOrEncodedForAFramesReader() throws {
+        let links = DirectLinks()
+        let a = links.connect()
+        var report = Opq_V1_WorkerMessage.reports([.started(OperationID(7), attempt: 2)])
+        report.reports.sequence = 3
+        #expect(a.send(report, raw: [[1, 2]]))
+        #expect(links.pendingForCoordinator == 1)
+        let next = try #require(links.receiveMessage())
+        #expect(next.identity == a.identity)
+        guard case let .message(received, raw) = next.message else { Issue.record("arrived as frames"); return }
+        #expect(received == report && raw == [[1, 2]])
+        #expect(a.send(report, raw: [[1, 2]]))
+        #expect(links.receive() == (try Frames.encode(report, raw: [[1, 2]], to: a.identity)))
+        #expect(links.pendingForCoordinator == 0)
+
+        var orders = Opq_V1_CoordinatorToWorker()
+        orders.reportsDurable = 3
+        orders.heartbeat = Opq_V1_Heartbeat()
+        #expect(links.deliver(orders, to: a.identity) == .delivered)
+        guard case let .message(delivered, _)? = a.receiveMessage() else { Issue.record("not delivered as it is"); return }
+        #expect(delivered == orders)
+        #expect(links.deliver(orders, to: a.identity) == .delivered)
+        #expect(a.receive() == (try Frames.encode(orders)))
+        #expect(links.deliver(orders, to: [0x80, 1]) == .notALink)
+        a.close()
+        #expect(links.deliver(orders, to: a.identity) == links.deliver([a.identity, [1]]), "a closed link, either way")
+    }
+
     @Test func linksTakeTurnsSoAFloodingWorkerDoesNotHoldTheOthersBack() {
         let links = DirectLinks()
         let flood = links.connect(), quiet = links.connect()
