@@ -1,6 +1,7 @@
 /// The connections between a coordinator and the workers its own loop's thread serves (the workers of a
 /// one-process cluster, `opq-coordinator --local-workers`): each worker's messages go to the coordinator
-/// and back as frames in memory, exactly the frames a ZeroMQ socket would carry, without the socket.
+/// and back in memory — the frames a ZeroMQ socket would carry, or the messages themselves — without the
+/// socket.
 ///
 /// Over `inproc://` each message cost libzmq a mailbox command and its wake-up checks on both sides
 /// (≈ 27 `getpid` + `poll` pairs per command run, measured with `strace -c`), although sender and
@@ -14,8 +15,8 @@
 /// A worker's messages queued before it closed its link are still read (a socket's linger).
 ///
 /// Both sides may also pass the message itself (``LinkMessage/message(_:raw:)``): neither encoded nor
-/// decoded, only validated by the receiver (≈ 8 µs of the loop per command in `opq map --local`, a tenth of
-/// what the coordinator's thread spends on it). A side that reads frames (``receive()``,
+/// decoded, only validated by the receiver (in `opq map --local 2 -- true`: the loop's thread 137–140 →
+/// 125–132 µs per command). A side that reads frames (``receive()``,
 /// ``DirectLink/receive()``) gets such a message encoded, exactly as a socket would carry it.
 ///
 /// Not thread-safe: the coordinator's loop and the workers it hosts use it on that loop's thread only.
