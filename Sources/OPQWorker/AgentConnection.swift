@@ -369,17 +369,8 @@ final class AgentConnection {
     /// Sends every pending report, normally as one `Reports` message (more only past the wire limits).
     func flush(now: Double) {
         while case .ready = phase, !outbox.isEmpty {
-            if case .link(let link)? = channel {
-                // The message itself: the coordinator, in this process, validates it without a decode.
-                guard let next = outbox.nextReports() else { return }
-                let sent = link.send(next.message, raw: next.raw)
-                sendBlocked = !sent
-                guard sent else { return }
-                outbox.removeFirst(next.count)
-                continue
-            }
             do throws(WireError) {
-                guard let next = try outbox.nextMessage(), send(next.frames, now: now) else { return }
+                guard let next = outbox.nextReports(), try send(next.message, raw: next.raw, now: now) else { return }
                 outbox.removeFirst(next.count)
             } catch {
                 logger.error("a report cannot be encoded; dropping it", metadata: ["error": "\(error)"])
@@ -450,6 +441,16 @@ final class AgentConnection {
         phase = .registering(deadline: now + window)
         logger.debug("registering")
         return true
+    }
+
+    /// Sends `message` (with the raw frames it references) without blocking: over a direct link as it is —
+    /// the coordinator, in this process, validates it without a decode — else encoded for the socket. False
+    /// if it was refused (kept by the caller for later); throws if it cannot be encoded.
+    func send(_ message: Opq_V1_WorkerMessage, raw: [[UInt8]], now: Double) throws(WireError) -> Bool {
+        guard case .link(let link)? = channel else { return send(try Frames.encode(message, raw: raw), now: now) }
+        let sent = link.send(message, raw: raw)
+        sendBlocked = !sent
+        return sent
     }
 
     /// Sends one message without blocking; false if it was refused (kept by the caller for later).

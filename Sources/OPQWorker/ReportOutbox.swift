@@ -76,15 +76,9 @@ struct ReportOutbox {
         items.compactMap { if case .finished(let completion) = $0 { completion.key } else { nil } }
     }
 
-    /// The oldest reports as one `Reports` message, encoded, and how many items it holds: as many as the
-    /// protocol's limits allow in one message (normally all of them). Nil when nothing is pending.
-    /// Remove the items with ``removeFirst(_:)`` once the message is sent.
-    func nextMessage() throws(WireError) -> (frames: [[UInt8]], count: Int)? {
-        guard let next = nextReports() else { return nil }
-        return (try Frames.encode(next.message, raw: next.raw), next.count)
-    }
-
-    /// ``nextMessage()`` not encoded: the message and the raw frames it references (for a direct link).
+    /// The oldest reports as one `Reports` message, with the raw frames it references and how many items it
+    /// holds: as many as the protocol's limits allow in one message (normally all of them). Nil when nothing
+    /// is pending. Remove the items with ``removeFirst(_:)`` once the message is sent.
     func nextReports() -> (message: Opq_V1_WorkerMessage, raw: [[UInt8]], count: Int)? {
         guard !items.isEmpty else { return nil }
         var reports: [Opq_V1_Report] = []
