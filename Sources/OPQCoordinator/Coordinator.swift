@@ -223,8 +223,7 @@ public final class Coordinator: @unchecked Sendable {
             // A poll that did not wait (a hosted worker's `started` already on its link) leaves the handler's
             // finish still expected: the next wait spins for it.
             if timeout != 0 { dispatchedInProcessWork = false }
-            let now = clock.now()
-            state.wallTime = Date().timeIntervalSince1970
+            let now = readClocks()
             if poller.isReadable(wake), wokenToStop(now: now) { break }
             if let zapItem, poller.isReadable(zapItem) { try answerZAP() }
             let (workersReady, clientsReady) = (poller.isReadable(workers), poller.isReadable(clients))
@@ -249,8 +248,7 @@ public final class Coordinator: @unchecked Sendable {
                 guests.removeAll { !$0.turn(&poller) }
                 if let directLinks, directLinks.pendingForCoordinator > 0 {
                     // Stamped when read, as after a poll: a start is not dated to the turn's dispatch.
-                    let now = clock.now()
-                    state.wallTime = Date().timeIntervalSince1970
+                    let now = readClocks()
                     try drain(directLinks, now: now)
                     wakeAt = try finishTurn(now: now)
                 }
@@ -262,6 +260,12 @@ public final class Coordinator: @unchecked Sendable {
         try shutdown()
     }
 
+    /// The loop's time for what it handles next (the state's wall clock, for journal records, set with it).
+    private func readClocks() -> Double {
+        state.wallTime = Date().timeIntervalSince1970
+        return clock.now()
+    }
+
     /// `ZMQ_BACKLOG` of both listening sockets (the kernel caps it at `net.core.somaxconn`).
     static let listenBacklog: Int32 = 4_096
 
@@ -269,7 +273,11 @@ public final class Coordinator: @unchecked Sendable {
     /// public key (the ZAP user id; nil without CURVE).
     private func drain(_ socket: Socket, now: Double, handle: ([[UInt8]], String?, Double) throws -> Void) throws {
         let property: MessageProperty? = zap == nil ? nil : .userID
-        try drain(now: now, handle: handle) { try socket.receiveMultipart(flags: .dontWait, property: property) }
+        for _ in 0..<configuration.messagesPerTurn {
+            guard let (frames, peerKey) = try socket.receiveMultipart(flags: .dontWait, property: property) else { return }
+            telemetry?.totals.messagesReceived &+= 1
+            try handle(frames, peerKey, now)
+        }
     }
 
     /// Handles up to `messagesPerTurn` messages the hosted workers sent over their direct links (no
@@ -279,20 +287,12 @@ public final class Coordinator: @unchecked Sendable {
             guard let next = links.receiveMessage() else { return }
             telemetry?.totals.messagesReceived &+= 1
             switch next.message {
-            case .frames(let frames): state.handleWorker([next.identity] + frames, peerKey: nil, now: now)
-            case let .message(message, raw): state.handleWorker(message, raw: raw, from: next.identity, now: now)
+            case .frames(let frames):
+                try handleWorkerMessage([next.identity] + frames, peerKey: nil, now: now)
+            case let .message(message, raw):
+                state.handleWorker(message, raw: raw, from: next.identity, now: now)
+                try perform(state.takeActions(), now: now)
             }
-            try perform(state.takeActions(), now: now)
-        }
-    }
-
-    /// Handles up to `messagesPerTurn` of the messages `next` gives (frames and peer key; nil: none left).
-    private func drain(now: Double, handle: ([[UInt8]], String?, Double) throws -> Void,
-                       next: () throws -> ([[UInt8]], String?)?) throws {
-        for _ in 0..<configuration.messagesPerTurn {
-            guard let (frames, peerKey) = try next() else { return }
-            telemetry?.totals.messagesReceived &+= 1
-            try handle(frames, peerKey, now)
         }
     }
 
