@@ -222,19 +222,19 @@ int opq_monitor_create(void) {
     return fd < 0 ? -errno : fd;
 }
 
-int opq_monitor_add(int epfd, int fd, uint64_t token) {
-    struct epoll_event event = {.events = EPOLLIN, .data.u64 = token};
-    return epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &event) < 0 ? -errno : 0;
+static int monitor_ctl(int epfd, int op, int fd, uint32_t events, uint64_t token) {
+    struct epoll_event event = {.events = events, .data.u64 = token};
+    return epoll_ctl(epfd, op, fd, &event) < 0 ? -errno : 0;
 }
 
+int opq_monitor_add(int epfd, int fd, uint64_t token) { return monitor_ctl(epfd, EPOLL_CTL_ADD, fd, EPOLLIN, token); }
+
 int opq_monitor_add_once(int epfd, int fd, uint64_t token) {
-    struct epoll_event event = {.events = EPOLLIN | EPOLLONESHOT, .data.u64 = token};
-    return epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &event) < 0 ? -errno : 0;
+    return monitor_ctl(epfd, EPOLL_CTL_ADD, fd, EPOLLIN | EPOLLONESHOT, token);
 }
 
 int opq_monitor_rearm(int epfd, int fd, uint64_t token) {
-    struct epoll_event event = {.events = EPOLLIN | EPOLLONESHOT, .data.u64 = token};
-    return epoll_ctl(epfd, EPOLL_CTL_MOD, fd, &event) < 0 ? -errno : 0;
+    return monitor_ctl(epfd, EPOLL_CTL_MOD, fd, EPOLLIN | EPOLLONESHOT, token);
 }
 
 int opq_monitor_remove(int epfd, int fd) {

@@ -58,6 +58,9 @@ final class ChildMonitor: @unchecked Sendable {
     /// watch's id; token 0 is the wake-up pipe).
     private enum Kind: UInt64 {
         case stdout = 0, stderr = 1, exit = 2
+
+        /// The token of watch `id`'s descriptor of this kind.
+        func token(for id: UInt64) -> UInt64 { id << 2 | rawValue }
     }
 
     /// One watched group and the descriptors still open for it (-1 once closed). Servicing thread only.
@@ -156,11 +159,11 @@ final class ChildMonitor: @unchecked Sendable {
         }
         // Each reported once and armed again after each read (``drain(_:isStdout:hasData:)``): at the end of
         // file it was just reported, so it is closed without a removal (two system calls fewer per command).
-        readiness.addOnce(stdout, token: id << 2 | Kind.stdout.rawValue)
-        readiness.addOnce(stderr, token: id << 2 | Kind.stderr.rawValue)
+        readiness.addOnce(stdout, token: Kind.stdout.token(for: id))
+        readiness.addOnce(stderr, token: Kind.stderr.token(for: id))
         // A pidfd the set refused stays open until the reaper thread has reaped the group (``lookEverywhere()``).
         // Reported once: its exit is all a pidfd says, and it is closed after it without a removal.
-        return exit >= 0 && readiness.addOnce(exit, token: id << 2 | Kind.exit.rawValue) == 0
+        return exit >= 0 && readiness.addOnce(exit, token: Kind.exit.token(for: id)) == 0
     }
 
     /// Whether any command's process group is watched (running, or its output or end not handled yet).
@@ -275,14 +278,13 @@ final class ChildMonitor: @unchecked Sendable {
                 return
             }
             scratch.withUnsafeBytes { watch.group.received(UnsafeRawBufferPointer(rebasing: $0[..<count]), isStdout: isStdout) }
-            readiness.rearm(fd, token: watch.id << 2 | (isStdout ? Kind.stdout : Kind.stderr).rawValue)
-        } else if count < 0 && (errno == EINTR || errno == EAGAIN) {
-            readiness.rearm(fd, token: watch.id << 2 | (isStdout ? Kind.stdout : Kind.stderr).rawValue)
-        } else {
+        } else if count == 0 || (errno != EINTR && errno != EAGAIN) {
             close(fd)
             if isStdout { watch.stdout = -1 } else { watch.stderr = -1 }
             if watch.stdout < 0 && watch.stderr < 0 { watch.group.streamsClosed() }
+            return
         }
+        readiness.rearm(fd, token: (isStdout ? Kind.stdout : Kind.stderr).token(for: watch.id))
     }
 
     /// Passes a parked piece on if the window has room now (else the window will wake the monitor again),
@@ -292,8 +294,8 @@ final class ChildMonitor: @unchecked Sendable {
         watch.parked = nil
         watch.parkedTotal += now - watch.parkedSince
         parked.bytes.withUnsafeBytes { watch.group.received($0, isStdout: parked.isStdout) }
-        if watch.stdout >= 0 { readiness.addOnce(watch.stdout, token: watch.id << 2 | Kind.stdout.rawValue) }
-        if watch.stderr >= 0 { readiness.addOnce(watch.stderr, token: watch.id << 2 | Kind.stderr.rawValue) }
+        if watch.stdout >= 0 { readiness.addOnce(watch.stdout, token: Kind.stdout.token(for: watch.id)) }
+        if watch.stderr >= 0 { readiness.addOnce(watch.stderr, token: Kind.stderr.token(for: watch.id)) }
     }
 
     private func closeStreams(_ watch: Watch) {
