@@ -9,11 +9,26 @@ public struct JobReceipt: Sendable, Hashable {
     public var operations: [OperationID]
     /// The idempotency key was seen before: this is the first acceptance's receipt.
     public var isDuplicate: Bool
+    /// Where the coordinator's event stream stood once the submission was accepted (its own events
+    /// included); nil when not known (a duplicate's receipt, an older coordinator).
+    /// ``CoordinatorClient/watch(_:includeOutput:eventDelay:after:)`` resumes from there: the job's events
+    /// from its submission on, without a snapshot of its operations.
+    public var streamPosition: StreamPosition?
+
+    /// A point in a coordinator's event stream.
+    public struct StreamPosition: Sendable, Hashable {
+        /// The last event numbered at that point.
+        public var sequence: UInt64
+        /// The coordinator instance that numbered it (another instance numbers its events afresh).
+        public var instance: String
+    }
 
     init(_ wire: Opq_V1_SubmitAccepted) {
         job = wire.jobID
         operations = wire.operationIDs
         isDuplicate = wire.duplicate
+        streamPosition = wire.eventSequence > 0 && !wire.instance.isEmpty
+            ? StreamPosition(sequence: wire.eventSequence, instance: wire.instance) : nil
     }
 }
 

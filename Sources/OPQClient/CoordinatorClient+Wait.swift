@@ -105,11 +105,26 @@ extension CoordinatorClient {
     ///   one `events` update per `eventDelay` while events keep coming; the first after a quiet spell and
     ///   a job's finish come at once). 0 = each as soon as it happens. For a client that shows or logs
     ///   events rather than acts on each at once: it makes following a busy job much cheaper for both.
-    public func watch(_ scope: WatchScope, includeOutput: Bool = false, eventDelay: Double = 0) throws(ClientError) {
+    ///
+    /// - Parameter position: where to start instead of a snapshot — a job's ``JobReceipt/streamPosition``,
+    ///   for the client that submitted it and knows its operations: the stream then carries what happened
+    ///   from the submission on (events already past included) and no snapshot, which for a big job the
+    ///   coordinator takes time to make and the client to read. If the coordinator no longer holds events
+    ///   that far back, or is another instance, a snapshot comes as without it.
+    /// - Returns: whether the watch started at `position` (no snapshot follows).
+    @discardableResult
+    public func watch(_ scope: WatchScope, includeOutput: Bool = false, eventDelay: Double = 0,
+                      after position: JobReceipt.StreamPosition? = nil) throws(ClientError) -> Bool {
         if let old = currentWatch { try connection.request { $0.unwatch.watch = old.id } }
         currentWatch = nil
         lastSequence = nil
-        try startWatch(scope, includeOutput: includeOutput, eventDelay: eventDelay, resumeAfter: nil)
+        guard let position else {
+            return try startWatch(scope, includeOutput: includeOutput, eventDelay: eventDelay, resumeAfter: nil)
+        }
+        watchInstance = position.instance
+        let resumed = try startWatch(scope, includeOutput: includeOutput, eventDelay: eventDelay, resumeAfter: position.sequence)
+        if resumed { lastSequence = position.sequence }
+        return resumed
     }
 
     /// Sends the Watch request (resuming after `resumeAfter` on the same coordinator instance, when given)

@@ -154,7 +154,11 @@ extension CoordinatorState {
             let receipt = try core.submit(submission, at: now)
             if !key.isEmpty { receipts[key] = receipt }
             logger.info("job accepted", metadata: ["job.id": "\(receipt.job)", "operations": "\(receipt.operations.count)"])
-            queueToClient(.reply(requestID) { $0.submitted = Opq_V1_SubmitAccepted(receipt) }, identity: identity)
+            // The submission's own events numbered first: a watch resuming after `event_sequence` gets
+            // what happens to the job from here on, and no snapshot of operations the submitter just sent.
+            absorbEffects()
+            let accepted = Opq_V1_SubmitAccepted(receipt, eventSequence: events.lastSequence, instance: instanceID)
+            queueToClient(.reply(requestID) { $0.submitted = accepted }, identity: identity)
         } catch {
             logger.info("submission refused", metadata: ["error": "\(error)"])
             queueToClient(.reply(requestID, error: Opq_V1_Error(error)), identity: identity)

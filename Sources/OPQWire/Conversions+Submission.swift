@@ -102,12 +102,15 @@ extension Submission {
 }
 
 extension Opq_V1_SubmitAccepted {
-    /// The wire form of an accepted submission's receipt.
-    public init(_ receipt: SubmissionReceipt, duplicate: Bool = false) {
+    /// The wire form of an accepted submission's receipt; `eventSequence` and `instance` (the last event
+    /// numbered once it was accepted, by which coordinator instance) when they are known.
+    public init(_ receipt: SubmissionReceipt, duplicate: Bool = false, eventSequence: UInt64 = 0, instance: String = "") {
         self.init()
         job = receipt.job.rawValue
         operations = receipt.operations.map(\.rawValue)
         self.duplicate = duplicate
+        self.eventSequence = eventSequence
+        self.instance = instance
     }
 
     /// The job's id.

@@ -22,6 +22,8 @@ struct ForegroundJob {
     let job: JobID
     /// Operation id → name, for display.
     let names: [OperationID: String]
+    /// Where the submission left the coordinator's event stream: the job is followed from there.
+    let streamPosition: JobReceipt.StreamPosition?
     /// Heads the summary ("opq run jobs.yaml").
     let title: String
     var verbosity: JobProgress.Verbosity
@@ -50,6 +52,7 @@ struct ForegroundJob {
         var names: [OperationID: String] = [:]
         for (id, spec) in zip(receipt.operations, specs) { names[id] = spec.name }
         self.names = names
+        streamPosition = receipt.streamPosition
         self.title = title
         self.verbosity = verbosity
         self.onInterrupt = onInterrupt
@@ -67,6 +70,7 @@ struct ForegroundJob {
         let progress = JobProgress(connection: connection, scope: .job(job), names: names,
                                    interactive: interactive, verbosity: verbosity)
         progress.eventDelay = eventDelay
+        progress.startsAt = streamPosition
         let observe = onEvent
         if let output {
             progress.onEvent = { event in

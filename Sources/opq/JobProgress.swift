@@ -57,6 +57,11 @@ final class JobProgress {
     /// How long the coordinator may hold events to send them together (``CoordinatorClient/watch(_:includeOutput:eventDelay:)``):
     /// ``batchedEventDelay``, or 0 when something must react to each event at once (`opq map --halt`).
     var eventDelay = JobProgress.batchedEventDelay
+    /// Where the watched job's submission left the coordinator's stream (``JobReceipt/streamPosition``),
+    /// for the client that submitted it: the first ``follow(signals:deadline:isAlive:)`` starts there,
+    /// with no snapshot of operations `names` already lists (for 2,000 operations the snapshot held the
+    /// coordinator's loop for 6 ms while the first commands waited). Later follows take a snapshot.
+    var startsAt: JobReceipt.StreamPosition?
     private var states: [OperationID: OperationState] = [:]
     private var outcomes: [OperationID: Outcome] = [:]
     private var lineShown = false
@@ -101,7 +106,12 @@ final class JobProgress {
     /// - Parameter deadline: on the runtime clock (``ForegroundJob/now()``).
     func follow(signals: Int = 1, deadline: Double? = nil, isAlive: @escaping () -> Bool = { true }) throws(ClientError) -> Ending {
         switch scope {
-        case .job(let job): try connection.watch(.job(job), includeOutput: includesOutput, eventDelay: eventDelay)
+        case .job(let job):
+            let position = startsAt
+            startsAt = nil  // once: a second follow (after Ctrl-C) must not replay what was shown already
+            if try connection.watch(.job(job), includeOutput: includesOutput, eventDelay: eventDelay, after: position) {
+                finishedBefore = 0  // the stream starts at the submission: every finish it brings counts for the rate
+            }
         case .all: try connection.watch(.all, includeOutput: includesOutput, eventDelay: eventDelay)
         }
         defer { endLine() }

@@ -109,12 +109,17 @@ struct StateDriver {
 
     /// A request from the client connection `client`; returns the actions it caused at once.
     mutating func client(_ client: String = "alice", _ id: UInt64, _ fill: (inout Opq_V1_ClientRequest) -> Void) throws -> [String] {
+        try clientActions(client, id, fill).map(render)
+    }
+
+    /// The same, the actions as they are.
+    mutating func clientActions(_ client: String = "alice", _ id: UInt64, _ fill: (inout Opq_V1_ClientRequest) -> Void) throws -> [CoordinatorAction] {
         var request = Opq_V1_ClientRequest()
         request.requestID = id
         fill(&request)
         let frames = try Frames.encode(request, to: Array(client.utf8))
         if let decoded = state.decodeClient(frames) { state.handleClient(decoded, frames: frames, journalRefusal: nil, now: now) }
-        return state.takeActions().map(render)
+        return state.takeActions()
     }
 
     /// Submits commands named `names` (each depending on the ones listed in `after`) as one job.

@@ -2889,6 +2889,15 @@ public nonisolated struct Opq_V1_SubmitAccepted: Sendable {
   /// The idempotency key was seen before: this is the first receipt.
   public var duplicate: Bool = false
 
+  /// The sequence number of the last event when the submission was accepted (its own events included: its
+  /// operations becoming pending or ready, and dispatched to free slots), and the coordinator instance that numbered it: a
+  /// Watch of the job with resume_after = event_sequence and instance = instance streams everything that
+  /// happens to the job from then on (Watching.resumed), without the snapshot of all its operations a
+  /// fresh watch starts with — what the submitter knows already. 0 / empty: not known (a duplicate's receipt).
+  public var eventSequence: UInt64 = 0
+
+  public var instance: String = String()
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
@@ -7416,7 +7425,7 @@ nonisolated extension Opq_V1_Done: SwiftProtobuf.Message, SwiftProtobuf._Message
 
 nonisolated extension Opq_V1_SubmitAccepted: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".SubmitAccepted"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}job\0\u{1}operations\0\u{1}duplicate\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}job\0\u{1}operations\0\u{1}duplicate\0\u{3}event_sequence\0\u{1}instance\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -7427,6 +7436,8 @@ nonisolated extension Opq_V1_SubmitAccepted: SwiftProtobuf.Message, SwiftProtobu
       case 1: try { try decoder.decodeSingularUInt64Field(value: &self.job) }()
       case 2: try { try decoder.decodeRepeatedUInt64Field(value: &self.operations) }()
       case 3: try { try decoder.decodeSingularBoolField(value: &self.duplicate) }()
+      case 4: try { try decoder.decodeSingularUInt64Field(value: &self.eventSequence) }()
+      case 5: try { try decoder.decodeSingularStringField(value: &self.instance) }()
       default: break
       }
     }
@@ -7442,6 +7453,12 @@ nonisolated extension Opq_V1_SubmitAccepted: SwiftProtobuf.Message, SwiftProtobu
     if self.duplicate != false {
       try visitor.visitSingularBoolField(value: self.duplicate, fieldNumber: 3)
     }
+    if self.eventSequence != 0 {
+      try visitor.visitSingularUInt64Field(value: self.eventSequence, fieldNumber: 4)
+    }
+    if !self.instance.isEmpty {
+      try visitor.visitSingularStringField(value: self.instance, fieldNumber: 5)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -7449,6 +7466,8 @@ nonisolated extension Opq_V1_SubmitAccepted: SwiftProtobuf.Message, SwiftProtobu
     if lhs.job != rhs.job {return false}
     if lhs.operations != rhs.operations {return false}
     if lhs.duplicate != rhs.duplicate {return false}
+    if lhs.eventSequence != rhs.eventSequence {return false}
+    if lhs.instance != rhs.instance {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
