@@ -83,14 +83,24 @@ static int64_t monotonic_ms(void) {
 }
 
 int opq_zmq_poll(zmq_pollitem_t *items, int count, long timeout) {
-    if (count > OPQ_ZMQ_POLL_MAX_ITEMS || count < 0) return zmq_poll(items, count, timeout);
+    return opq_zmq_poll_quiet(items, count, timeout, NULL, NULL);
+}
+
+int opq_zmq_poll_quiet(zmq_pollitem_t *items, int count, long timeout, const uint8_t *quiet, uint8_t *read) {
+    if (count > OPQ_ZMQ_POLL_MAX_ITEMS || count < 0) {
+        if (read) for (int i = 0; i < count; i++) read[i] = items[i].socket != NULL;
+        return zmq_poll(items, count, timeout);
+    }
     struct pollfd fds[OPQ_ZMQ_POLL_MAX_ITEMS];
     int ready = 0;
-    // Sockets first: what they hold now (libzmq's first pass), and the descriptor that signals a change.
+    // Sockets first: what they hold now (libzmq's first pass) — unless the caller knows they held nothing
+    // and were not used since —, and the descriptor that signals a change.
     for (int i = 0; i < count; i++) {
         items[i].revents = 0;
         if (items[i].socket) {
-            if (socket_events(items[i].socket, items[i].events, &items[i].revents) == -1) return -1;
+            int known = quiet != NULL && quiet[i];
+            if (!known && socket_events(items[i].socket, items[i].events, &items[i].revents) == -1) return -1;
+            if (read) read[i] = !known;
             if (items[i].revents) ready++;
             int fd = -1;
             size_t size = sizeof fd;
@@ -116,6 +126,7 @@ int opq_zmq_poll(zmq_pollitem_t *items, int count, long timeout) {
                     short now = 0;
                     if (socket_events(items[i].socket, items[i].events, &now) == -1) return -1;
                     items[i].revents |= now;
+                    if (read) read[i] = 1;
                 }
             } else {
                 short revents = fds[i].revents;

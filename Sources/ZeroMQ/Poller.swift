@@ -37,6 +37,15 @@ public struct Poller {
     private var items: [zmq_pollitem_t] = []
     /// The socket at each index (`nil` for file descriptors), kept alive and checked for `close()`.
     private var sockets: [Socket?] = []
+    /// For each socket item found holding none of its events when they were last read: the socket's
+    /// ``Socket/uses`` then; `nil` otherwise. While the count has not moved the socket is quiet: the next
+    /// poll waits on its descriptor without reading its events first (`opq_zmq_poll_quiet`).
+    private var quietAt: [UInt64?] = []
+    /// Per item, for `opq_zmq_poll_quiet`: whether it is quiet (in), whether its events were read (out).
+    private var quiet: [UInt8] = []
+    private var read: [UInt8] = []
+    /// Socket events read by polls so far (a test's view of what quiet sockets save).
+    private(set) var socketReads = 0
 
     /// Creates an empty poller.
     public init() {}
@@ -47,10 +56,17 @@ public struct Poller {
     /// Watches `socket` for `events`; returns the item's index.
     @discardableResult
     public mutating func add(_ socket: Socket, events: PollEvents = .readable) throws(ZMQError) -> Int {
-        let handle = try socket.openHandle("zmq_poll")
+        let handle = try socket.pollHandle()
         items.append(zmq_pollitem_t(socket: handle, fd: -1, events: events.rawValue, revents: 0))
         sockets.append(socket)
+        appendState()
         return items.count - 1
+    }
+
+    private mutating func appendState() {
+        quietAt.append(nil)
+        quiet.append(0)
+        read.append(0)
     }
 
     /// Watches the raw file descriptor `fileDescriptor` (a pipe, a ``Socket/fileDescriptor`` of a
@@ -59,6 +75,7 @@ public struct Poller {
     public mutating func add(fileDescriptor: Int32, events: PollEvents = .readable) -> Int {
         items.append(zmq_pollitem_t(socket: nil, fd: fileDescriptor, events: events.rawValue, revents: 0))
         sockets.append(nil)
+        appendState()
         return items.count - 1
     }
 
@@ -66,24 +83,30 @@ public struct Poller {
     public mutating func remove(at index: Int) {
         items.remove(at: index)
         sockets.remove(at: index)
+        quietAt.remove(at: index)
+        quiet.remove(at: index)
+        read.remove(at: index)
     }
 
     /// Puts `socket` (or, with nil, nothing: a negative descriptor, never ready) at `index`, waiting for
     /// `events`: a loop whose socket comes and goes keeps its place in a poller it shares (``PollGuest``).
     public mutating func setSocket(_ socket: Socket?, events: PollEvents = .readable, at index: Int) throws(ZMQError) {
         guard let socket else { return setFileDescriptor(-1, events: events, at: index) }
-        items[index] = zmq_pollitem_t(socket: try socket.openHandle("zmq_poll"), fd: -1, events: events.rawValue, revents: 0)
+        items[index] = zmq_pollitem_t(socket: try socket.pollHandle(), fd: -1, events: events.rawValue, revents: 0)
         sockets[index] = socket
+        quietAt[index] = nil
     }
 
     /// Puts the file descriptor `fileDescriptor` at `index` (negative: never ready), waiting for `events`.
     public mutating func setFileDescriptor(_ fileDescriptor: Int32, events: PollEvents = .readable, at index: Int) {
         items[index] = zmq_pollitem_t(socket: nil, fd: fileDescriptor, events: events.rawValue, revents: 0)
         sockets[index] = nil
+        quietAt[index] = nil
     }
 
     /// Changes what the item at `index` waits for, e.g. adds `.writable` while output is pending.
     public mutating func setEvents(_ events: PollEvents, at index: Int) {
+        if items[index].events != events.rawValue { quietAt[index] = nil }
         items[index].events = events.rawValue
     }
 
@@ -95,13 +118,33 @@ public struct Poller {
     @discardableResult
     public mutating func poll(timeout milliseconds: Int) throws(ZMQError) -> Int {
         for index in sockets.indices {
-            if let socket = sockets[index] { items[index].socket = try socket.openHandle("zmq_poll") }
+            guard let socket = sockets[index] else { continue }
+            items[index].socket = try socket.pollHandle()
+            quiet[index] = quietAt[index] == socket.uses ? 1 : 0
         }
-        return Int(try zmqCall("zmq_poll") {
-            items.withUnsafeMutableBufferPointer { buffer in
-                opq_zmq_poll(buffer.baseAddress, Int32(buffer.count), milliseconds)
-            }
-        })
+        let ready: Int
+        do {
+            ready = Int(try zmqCall("zmq_poll") {
+                items.withUnsafeMutableBufferPointer { buffer in
+                    quiet.withUnsafeBufferPointer { quiet in
+                        read.withUnsafeMutableBufferPointer { read in
+                            opq_zmq_poll_quiet(buffer.baseAddress, Int32(buffer.count), milliseconds, quiet.baseAddress, read.baseAddress)
+                        }
+                    }
+                }
+            })
+        } catch {
+            // Interrupted (EINTR) or failed part-way: what was read is not known, so every socket is read again.
+            for index in quietAt.indices { quietAt[index] = nil }
+            throw error
+        }
+        for index in sockets.indices where read[index] != 0 {
+            guard let socket = sockets[index] else { continue }
+            socketReads += 1
+            let uses = socket.notePolled()
+            quietAt[index] = items[index].revents == 0 ? uses : nil
+        }
+        return ready
     }
 
     /// Forgets the last poll's results (every item reads as not ready until the next poll): for a loop

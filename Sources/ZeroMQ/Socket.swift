@@ -87,11 +87,31 @@ public final class Socket {
     /// Whether ``close()`` has been called.
     public var isClosed: Bool { handle == nil }
 
-    /// The open libzmq socket, or a `.socketClosed` error naming `call`.
+    /// The open libzmq socket, or a `.socketClosed` error naming `call`; counts a use (``uses``).
     @inline(__always)
     func openHandle(_ call: StaticString) throws(ZMQError) -> UnsafeMutableRawPointer {
         guard let handle else { throw ZMQError(call: call, code: ENOTSOCK, detail: "socket closed") }
+        uses &+= 1
         return handle
+    }
+
+    /// The open libzmq socket for a ``Poller``, which counts its own uses (``notePolled()``).
+    @inline(__always)
+    func pollHandle() throws(ZMQError) -> UnsafeMutableRawPointer {
+        guard let handle else { throw ZMQError(call: "zmq_poll", code: ENOTSOCK, detail: "socket closed") }
+        return handle
+    }
+
+    /// How many calls into libzmq this socket has had (each may take in commands its I/O thread sent, and
+    /// so consume the wake-up its descriptor gave): a ``Poller`` that saw it hold nothing may skip reading
+    /// its events before the next wait only while this has not moved.
+    private(set) var uses: UInt64 = 0
+
+    /// A poller read the socket's events: counted as a use (another poller holding it must read them
+    /// again); returns the count now.
+    func notePolled() -> UInt64 {
+        uses &+= 1
+        return uses
     }
 
     /// Binds to `endpoint` and returns the endpoint actually bound (`ZMQ_LAST_ENDPOINT`): binding

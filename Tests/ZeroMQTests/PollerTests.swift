@@ -5,7 +5,7 @@ import Darwin
 #endif
 import Foundation
 import Testing
-import ZeroMQ
+@testable import ZeroMQ
 
 @Suite("Poller")
 struct PollerTests {
@@ -83,6 +83,55 @@ struct PollerTests {
         #expect(connected.value)
         release.fire()
         #expect(peer.wait())
+    }
+
+    /// A socket found holding nothing is quiet until it is used: a poll then waits on its descriptor alone
+    /// (which becomes readable when its events may have changed) without reading its events first.
+    @Test("A quiet socket's events are not read again before a wait until it is used")
+    func quietSocketIsNotReadAgain() throws {
+        let context = try Context()
+        defer { context.close() }
+        let (router, _) = try boundRouter(context)  // no peer: nothing can change it
+        defer { router.close() }
+        var poller = Poller()
+        let item = try poller.add(router)
+        #expect(try poller.poll(timeout: 0) == 0)
+        #expect(poller.socketReads == 1)
+        #expect(try poller.poll(timeout: 20) == 0 && !poller.isReadable(item))
+        #expect(poller.socketReads == 1, "quiet: waited on its descriptor only")
+        _ = try router.events  // a use: it may have taken in what its descriptor announced
+        #expect(try poller.poll(timeout: 0) == 0)
+        #expect(poller.socketReads == 2)
+        poller.setEvents([.readable, .writable], at: item)  // other events asked for: read again
+        _ = try poller.poll(timeout: 0)
+        #expect(poller.socketReads == 3)
+    }
+
+    /// The reason a use ends the quiet: the use takes in the command that announced a message (the
+    /// descriptor's wake-up is spent), so only reading the events finds the message.
+    @Test("A message a socket took in while used after a quiet poll ends the next wait at once")
+    func messageTakenInByAUseIsNotMissed() throws {
+        let context = try Context()
+        defer { context.close() }
+        let (router, endpoint) = try boundRouter(context)
+        defer { router.close() }
+        let dealer = try connectedDealer(context, to: endpoint, id: "d")
+        defer { dealer.close() }
+        var poller = Poller()
+        let item = try poller.add(router)
+        _ = try poller.poll(timeout: 0)
+        #expect(!poller.isReadable(item))
+        try dealer.send([bytes("ping")])
+        // Uses of the router (not polls) until it holds the message: the announcement is taken in by them.
+        let deadline = ContinuousClock.now + .seconds(10)
+        while try !router.events.contains(.readable), ContinuousClock.now < deadline {
+            usleep(1000)
+        }
+        let start = ContinuousClock.now
+        #expect(try poller.poll(timeout: 5000) == 1)
+        #expect(poller.isReadable(item))
+        #expect(ContinuousClock.now - start < .seconds(2), "found at once, not after the wait")
+        #expect(try receive(router)?.last == bytes("ping"))
     }
 
     @Test("A message sent during a wait ends it; a descriptor ready by then is reported with it")
