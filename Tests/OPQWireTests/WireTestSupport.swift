@@ -118,5 +118,6 @@ enum Samples {
             }
         },
         .with { $0.heartbeat = Opq_V1_Heartbeat() },
+        .reply(19) { $0.submitted = .with { $0.job = 8; $0.operations = [43]; $0.eventSequence = 912; $0.instance = "4242-17" } },
     ]
 }
