@@ -16,42 +16,17 @@ import Testing
         let count = 300
         let receipt = try client.submit(Submission((0..<count).map { OperationSpec(name: "n\($0)", work: .command(Command(["/bin/true"]))) }))
         try client.watch(.job(receipt.job), eventDelay: 0.05)
-        var snapshots = 0, messages = 0
-        var sequences: [UInt64] = []
-        var finished: [OperationID] = []
-        var seenBefore = Set<OperationID>()
-        var jobFinished = false
-        let end = ContinuousClock.now + .seconds(120)
-        while !jobFinished, ContinuousClock.now < end {
-            switch try client.nextWatchUpdate(until: end) {
-            case .snapshot(let snapshot):
-                snapshots += 1
-                for info in snapshot.operations where info.state == .finished { seenBefore.insert(info.id) }
-                jobFinished = snapshot.finishedJobs.contains(receipt.job)
-            case .events(let events):
-                messages += 1
-                for event in events {
-                    switch event {
-                    case .stateChanged(let change):
-                        sequences.append(change.sequence)
-                        if change.state == .finished { finished.append(change.operation) }
-                    case .jobFinished(let job): jobFinished = jobFinished || job == receipt.job
-                    case .progress: break
-                    }
-                }
-            default:
-                break
-            }
-        }
-        #expect(jobFinished, "\(cluster.logs)")
-        #expect(snapshots == 1, "no gap made the client start the watch again")
+        let seen = try Self.follow(client, job: receipt.job)
+        #expect(seen.jobFinished, "\(cluster.logs)")
+        #expect(seen.snapshots == 1, "no gap made the client start the watch again")
+        let sequences = seen.sequences, finished = seen.finished
         #expect(sequences == sequences.sorted() && Set(sequences).count == sequences.count, "in order, none twice")
         // Every operation's finish came once, as an event or (done before the watch) in the snapshot.
         #expect(finished.count == Set(finished).count)
-        #expect(Set(finished).union(seenBefore) == Set(receipt.operations) && Set(finished).isDisjoint(with: seenBefore))
+        #expect(Set(finished).union(seen.finishedBefore) == Set(receipt.operations) && Set(finished).isDisjoint(with: seen.finishedBefore))
         // One message per 50 ms while the job runs, not one or two per command (three events each).
         #expect(sequences.count >= count, "most of the job ran after the watch started")
-        #expect(messages * 2 < sequences.count, "\(messages) messages for \(sequences.count) events")
+        #expect(seen.messages * 2 < sequences.count, "\(seen.messages) messages for \(sequences.count) events")
     }
 
     /// What `opq run` and `opq map` do: the watch starts where the submission left the stream (the
@@ -67,22 +42,43 @@ import Testing
         let receipt = try client.submit(Submission((0..<count).map { OperationSpec(name: "n\($0)", work: .command(Command(["/bin/true"]))) }))
         let position = try #require(receipt.streamPosition)
         #expect(try client.watch(.job(receipt.job), eventDelay: 0.02, after: position), "resumed at the receipt")
-        var snapshots = 0
-        var started: [OperationID] = [], finished: [OperationID] = []
+        let seen = try Self.follow(client, job: receipt.job)
+        #expect(seen.jobFinished, "\(cluster.logs)")
+        #expect(seen.snapshots == 0)
+        #expect(seen.sequences.first.map { $0 > position.sequence } == true && seen.sequences == seen.sequences.sorted())
+        #expect(seen.started.count == count && Set(seen.started) == Set(receipt.operations), "every start, once")
+        #expect(seen.finished.count == count && Set(seen.finished) == Set(receipt.operations), "every finish, once")
+    }
+
+    /// What a watch brought until `job` finished (or two minutes passed).
+    struct Seen {
+        var snapshots = 0, messages = 0
         var sequences: [UInt64] = []
+        var started: [OperationID] = [], finished: [OperationID] = []
+        /// Finished before the watch started (listed finished in a snapshot).
+        var finishedBefore = Set<OperationID>()
         var jobFinished = false
+    }
+
+    /// Follows the watch `client` started until `job` finishes.
+    static func follow(_ client: CoordinatorClient, job: JobID) throws -> Seen {
+        var seen = Seen()
         let end = ContinuousClock.now + .seconds(120)
-        while !jobFinished, ContinuousClock.now < end {
+        while !seen.jobFinished, ContinuousClock.now < end {
             switch try client.nextWatchUpdate(until: end) {
-            case .snapshot: snapshots += 1
+            case .snapshot(let snapshot):
+                seen.snapshots += 1
+                for info in snapshot.operations where info.state == .finished { seen.finishedBefore.insert(info.id) }
+                seen.jobFinished = snapshot.finishedJobs.contains(job)
             case .events(let events):
+                seen.messages += 1
                 for event in events {
                     switch event {
                     case .stateChanged(let change):
-                        sequences.append(change.sequence)
-                        if change.state == .executing { started.append(change.operation) }
-                        if change.state == .finished { finished.append(change.operation) }
-                    case .jobFinished(let job): jobFinished = jobFinished || job == receipt.job
+                        seen.sequences.append(change.sequence)
+                        if change.state == .executing { seen.started.append(change.operation) }
+                        if change.state == .finished { seen.finished.append(change.operation) }
+                    case .jobFinished(let finished): seen.jobFinished = seen.jobFinished || finished == job
                     case .progress: break
                     }
                 }
@@ -90,10 +86,6 @@ import Testing
                 break
             }
         }
-        #expect(jobFinished, "\(cluster.logs)")
-        #expect(snapshots == 0)
-        #expect(sequences.first.map { $0 > position.sequence } == true && sequences == sequences.sorted())
-        #expect(started.count == count && Set(started) == Set(receipt.operations), "every start, once")
-        #expect(finished.count == count && Set(finished) == Set(receipt.operations), "every finish, once")
+        return seen
     }
 }
