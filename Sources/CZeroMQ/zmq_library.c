@@ -86,9 +86,9 @@ int opq_zmq_poll(zmq_pollitem_t *items, int count, long timeout) {
     return opq_zmq_poll_quiet(items, count, timeout, NULL, NULL);
 }
 
-int opq_zmq_poll_quiet(zmq_pollitem_t *items, int count, long timeout, const uint8_t *quiet, uint8_t *read) {
+int opq_zmq_poll_quiet(zmq_pollitem_t *items, int count, long timeout, const uint8_t *quiet, uint8_t *was_read) {
     if (count > OPQ_ZMQ_POLL_MAX_ITEMS || count < 0) {
-        if (read) for (int i = 0; i < count; i++) read[i] = items[i].socket != NULL;
+        if (was_read) for (int i = 0; i < count; i++) was_read[i] = items[i].socket != NULL;
         return zmq_poll(items, count, timeout);
     }
     struct pollfd fds[OPQ_ZMQ_POLL_MAX_ITEMS];
@@ -100,7 +100,7 @@ int opq_zmq_poll_quiet(zmq_pollitem_t *items, int count, long timeout, const uin
         if (items[i].socket) {
             int known = quiet != NULL && quiet[i];
             if (!known && socket_events(items[i].socket, items[i].events, &items[i].revents) == -1) return -1;
-            if (read) read[i] = !known;
+            if (was_read) was_read[i] = !known;
             if (items[i].revents) ready++;
             int fd = -1;
             size_t size = sizeof fd;
@@ -126,7 +126,7 @@ int opq_zmq_poll_quiet(zmq_pollitem_t *items, int count, long timeout, const uin
                     short now = 0;
                     if (socket_events(items[i].socket, items[i].events, &now) == -1) return -1;
                     items[i].revents |= now;
-                    if (read) read[i] = 1;
+                    if (was_read) was_read[i] = 1;
                 }
             } else {
                 short revents = fds[i].revents;

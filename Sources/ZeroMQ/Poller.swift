@@ -43,7 +43,7 @@ public struct Poller {
     private var quietAt: [UInt64?] = []
     /// Per item, for `opq_zmq_poll_quiet`: whether it is quiet (in), whether its events were read (out).
     private var quiet: [UInt8] = []
-    private var read: [UInt8] = []
+    private var wasRead: [UInt8] = []
     /// Socket events read by polls so far (a test's view of what quiet sockets save).
     private(set) var socketReads = 0
 
@@ -66,7 +66,7 @@ public struct Poller {
     private mutating func appendState() {
         quietAt.append(nil)
         quiet.append(0)
-        read.append(0)
+        wasRead.append(0)
     }
 
     /// Watches the raw file descriptor `fileDescriptor` (a pipe, a ``Socket/fileDescriptor`` of a
@@ -85,7 +85,7 @@ public struct Poller {
         sockets.remove(at: index)
         quietAt.remove(at: index)
         quiet.remove(at: index)
-        read.remove(at: index)
+        wasRead.remove(at: index)
     }
 
     /// Puts `socket` (or, with nil, nothing: a negative descriptor, never ready) at `index`, waiting for
@@ -127,8 +127,8 @@ public struct Poller {
             ready = Int(try zmqCall("zmq_poll") {
                 items.withUnsafeMutableBufferPointer { buffer in
                     quiet.withUnsafeBufferPointer { quiet in
-                        read.withUnsafeMutableBufferPointer { read in
-                            opq_zmq_poll_quiet(buffer.baseAddress, Int32(buffer.count), milliseconds, quiet.baseAddress, read.baseAddress)
+                        wasRead.withUnsafeMutableBufferPointer { wasRead in
+                            opq_zmq_poll_quiet(buffer.baseAddress, Int32(buffer.count), milliseconds, quiet.baseAddress, wasRead.baseAddress)
                         }
                     }
                 }
@@ -138,7 +138,7 @@ public struct Poller {
             for index in quietAt.indices { quietAt[index] = nil }
             throw error
         }
-        for index in sockets.indices where read[index] != 0 {
+        for index in sockets.indices where wasRead[index] != 0 {
             guard let socket = sockets[index] else { continue }
             socketReads += 1
             let uses = socket.notePolled()

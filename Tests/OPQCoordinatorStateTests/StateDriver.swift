@@ -125,10 +125,16 @@ struct StateDriver {
     /// Submits commands named `names` (each depending on the ones listed in `after`) as one job.
     mutating func submit(_ id: UInt64, _ names: [String], after: [String: [String]] = [:], key: String = "",
                          client: String = "alice") throws -> [String] {
+        try submitActions(id, names, after: after, key: key, client: client).map(render)
+    }
+
+    /// The same, the actions as they are.
+    mutating func submitActions(_ id: UInt64, _ names: [String], after: [String: [String]] = [:], key: String = "",
+                                client: String = "alice") throws -> [CoordinatorAction] {
         let specs = names.map { name in
             OperationSpec(name: name, work: .command(Command(["/bin/true", name])), dependencies: (after[name] ?? []).map(DependencyReference.name))
         }
-        return try self.client(client, id) { $0.submit = Opq_V1_Submit(Submission(specs), idempotencyKey: key) }
+        return try clientActions(client, id) { $0.submit = Opq_V1_Submit(Submission(specs), idempotencyKey: key) }
     }
 
     // MARK: - Time and turns

@@ -40,10 +40,7 @@ import Testing
 
     /// alice submits a, b, c (c after a) as request `id`; the receipt the turn sent her.
     static func submit(_ d: inout StateDriver, _ id: UInt64, key: String) throws -> Opq_V1_SubmitAccepted? {
-        let specs = ["a", "b", "c"].map { name in
-            OperationSpec(name: name, work: .command(Command(["/bin/true", name])), dependencies: name == "c" ? [.name("a")] : [])
-        }
-        var actions = try d.clientActions("alice", id) { $0.submit = Opq_V1_Submit(Submission(specs), idempotencyKey: key) }
+        var actions = try d.submitActions(id, ["a", "b", "c"], after: ["c": ["a"]], key: key)
         actions += EventDelayTests.turn(&d, at: d.now).actions
         return try sent(actions).compactMap { message -> Opq_V1_SubmitAccepted? in
             if case .reply(let reply)? = message.body, case .submitted(let accepted)? = reply.result { accepted } else { nil }

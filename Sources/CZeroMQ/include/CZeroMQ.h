@@ -165,10 +165,10 @@ int opq_zmq_poll(zmq_pollitem_t *items, int count, long timeout);
 /// since (no send, receive or option call — each may take in what its descriptor announced). Its events
 /// are then not read before the wait: its descriptor becomes readable when they may have changed (that
 /// is ZMQ_FD's contract), and they are read then. Saves a socket that stays quiet a `getpid` and a
-/// `poll` per wait. `read[i]` (out, for socket items) says whether the call read socket i's events —
+/// `poll` per wait. `was_read[i]` (out, for socket items) says whether the call read socket i's events —
 /// its `revents` are then what it held, and with none, the caller may count it quiet again until it next
-/// uses the socket. `quiet` NULL: every socket is read (opq_zmq_poll); `read` may be NULL.
-int opq_zmq_poll_quiet(zmq_pollitem_t *items, int count, long timeout, const uint8_t *quiet, uint8_t *read);
+/// uses the socket. `quiet` NULL: every socket is read (opq_zmq_poll); `was_read` may be NULL.
+int opq_zmq_poll_quiet(zmq_pollitem_t *items, int count, long timeout, const uint8_t *quiet, uint8_t *was_read);
 
 /// Whether libzmq is loaded in this process (without loading it): a test's and a benchmark's check
 /// that a command did without it.
